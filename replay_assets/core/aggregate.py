@@ -11,8 +11,14 @@ import polars as pl
 from replay_assets.core.events import canonical_json, sha256_text
 
 AGGREGATE_COLUMNS = (
-    "store_id", "business_date", "order_count", "line_count", "units",
-    "amount_minor", "cost_minor", "gross_profit_minor",
+    "store_id",
+    "business_date",
+    "order_count",
+    "line_count",
+    "units",
+    "amount_minor",
+    "cost_minor",
+    "gross_profit_minor",
 )
 
 
@@ -28,8 +34,14 @@ class Controls:
     gross_profit_minor: int
 
     def as_tuple(self) -> tuple[int, ...]:
-        return (self.active_lines, self.distinct_orders, self.units, self.amount_minor,
-                self.cost_minor, self.gross_profit_minor)
+        return (
+            self.active_lines,
+            self.distinct_orders,
+            self.units,
+            self.amount_minor,
+            self.cost_minor,
+            self.gross_profit_minor,
+        )
 
 
 def aggregate_images(images: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -40,8 +52,17 @@ def aggregate_images(images: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]
         if img["status"] != "active":
             continue
         gk = (img["store_id"], img["business_date"])
-        g = groups.setdefault(gk, {"store_id": gk[0], "business_date": gk[1], "line_count": 0,
-                                   "units": 0, "amount_minor": 0, "cost_minor": 0})
+        g = groups.setdefault(
+            gk,
+            {
+                "store_id": gk[0],
+                "business_date": gk[1],
+                "line_count": 0,
+                "units": 0,
+                "amount_minor": 0,
+                "cost_minor": 0,
+            },
+        )
         orders.setdefault(gk, set()).add(img["order_id"])
         g["line_count"] += 1
         g["units"] += img["quantity"]
@@ -79,8 +100,14 @@ def controls_of(lines: pl.DataFrame) -> Controls:
     active = lines.filter(pl.col("status") == "active")
     amount = int(active["amount_minor"].sum() or 0)
     cost = int(active["cost_minor"].sum() or 0)
-    return Controls(active.height, int(active["order_id"].n_unique()) if active.height else 0,
-                    int(active["quantity"].sum() or 0), amount, cost, amount - cost)
+    return Controls(
+        active.height,
+        int(active["order_id"].n_unique()) if active.height else 0,
+        int(active["quantity"].sum() or 0),
+        amount,
+        cost,
+        amount - cost,
+    )
 
 
 def content_sha256(frame: pl.DataFrame, sort_by: Iterable[str]) -> str:

@@ -39,8 +39,16 @@ KEY_FIELDS: dict[Entity, tuple[str, ...]] = {
     Entity.CUSTOMER: ("customer_id",),
 }
 ORDER_IMAGE = (
-    "order_id", "line_no", "store_id", "customer_id", "product_id", "business_date",
-    "quantity", "amount_minor", "cost_minor", "status",
+    "order_id",
+    "line_no",
+    "store_id",
+    "customer_id",
+    "product_id",
+    "business_date",
+    "quantity",
+    "amount_minor",
+    "cost_minor",
+    "status",
 )
 CUSTOMER_IMAGE = ("customer_id", "name", "segment")
 IMAGE_FIELDS: dict[Entity, tuple[str, ...]] = {
@@ -230,9 +238,7 @@ def _parse_envelope(obj: dict[str, Any], ctx: ValidationContext) -> Event:
     for name in KEY_FIELDS[entity]:
         _check_value(name, key[name], ctx)
     seq = obj["source_seq"]
-    if (ctx.seq_low is not None and seq < ctx.seq_low) or (
-        ctx.seq_high is not None and seq > ctx.seq_high
-    ):
+    if (ctx.seq_low is not None and seq < ctx.seq_low) or (ctx.seq_high is not None and seq > ctx.seq_high):
         raise _Reject(RejectReason.OUTSIDE_DECLARED_SLICE, "source_seq outside the manifest's slice")
     after = obj.get("after")
     if op is Op.UPSERT:
@@ -243,19 +249,36 @@ def _parse_envelope(obj: dict[str, Any], ctx: ValidationContext) -> Event:
 
 
 def _build_event(
-    obj: dict[str, Any], entity: Entity, op: Op, key: dict[str, Any], version: int,
+    obj: dict[str, Any],
+    entity: Entity,
+    op: Op,
+    key: dict[str, Any],
+    version: int,
     image: dict[str, Any] | None,
 ) -> Event:
     content = {
-        "event_id": obj["event_id"], "source_seq": obj["source_seq"],
-        "schema_version": SCHEMA_VERSION, "entity": str(entity), "op": str(op), "key": key,
-        "version": version, "event_time": obj["event_time"], "after": image,
+        "event_id": obj["event_id"],
+        "source_seq": obj["source_seq"],
+        "schema_version": SCHEMA_VERSION,
+        "entity": str(entity),
+        "op": str(op),
+        "key": key,
+        "version": version,
+        "event_time": obj["event_time"],
+        "after": image,
     }
     image_sha = TOMBSTONE_IMAGE_SHA if image is None else sha256_text(canonical_json(image))
     return Event(
-        event_id=obj["event_id"], source_seq=obj["source_seq"], entity=entity, op=op,
-        key=key_text(entity, key), version=version, event_time=obj["event_time"], image=image,
-        content_sha256=sha256_text(canonical_json(content)), image_sha256=image_sha,
+        event_id=obj["event_id"],
+        source_seq=obj["source_seq"],
+        entity=entity,
+        op=op,
+        key=key_text(entity, key),
+        version=version,
+        event_time=obj["event_time"],
+        image=image,
+        content_sha256=sha256_text(canonical_json(content)),
+        image_sha256=image_sha,
     )
 
 

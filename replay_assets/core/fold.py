@@ -72,18 +72,36 @@ class FoldResult:
         return any(c.outcome is Outcome.VIOLATION for c in self.classified.values())
 
 
-EVENT_SCHEMA = {
-    "pos": pl.Int64, "source": pl.String, "event_id": pl.String, "source_seq": pl.Int64,
-    "entity": pl.String, "key": pl.String, "version": pl.Int64, "content_sha256": pl.String,
-    "image_sha256": pl.String,
-}
-COMMITTED_SCHEMA = {
-    "entity": pl.String, "key": pl.String, "version": pl.Int64, "image_sha256": pl.String,
-}
-REGISTRY_SCHEMA = {
-    "source": pl.String, "event_id": pl.String, "source_seq": pl.Int64, "content_sha256": pl.String,
-}
-RESULT_SCHEMA = {"pos": pl.Int64, "outcome": pl.String, "rule": pl.String, "winner": pl.Boolean}
+EVENT_SCHEMA = pl.Schema(
+    {
+        "pos": pl.Int64,
+        "source": pl.String,
+        "event_id": pl.String,
+        "source_seq": pl.Int64,
+        "entity": pl.String,
+        "key": pl.String,
+        "version": pl.Int64,
+        "content_sha256": pl.String,
+        "image_sha256": pl.String,
+    }
+)
+COMMITTED_SCHEMA = pl.Schema(
+    {
+        "entity": pl.String,
+        "key": pl.String,
+        "version": pl.Int64,
+        "image_sha256": pl.String,
+    }
+)
+REGISTRY_SCHEMA = pl.Schema(
+    {
+        "source": pl.String,
+        "event_id": pl.String,
+        "source_seq": pl.Int64,
+        "content_sha256": pl.String,
+    }
+)
+RESULT_SCHEMA = pl.Schema({"pos": pl.Int64, "outcome": pl.String, "rule": pl.String, "winner": pl.Boolean})
 
 
 def fold_reference(
@@ -158,17 +176,24 @@ def fold_frame(events: pl.DataFrame, committed: pl.DataFrame, registry: pl.DataF
         pl.col("content_sha256").sort_by("pos").first().over("source", "source_seq").alias("seq_first"),
     )
     reg = registry.lazy()
-    ev = ev.join(
-        reg.select("source", "event_id", pl.col("content_sha256").alias("reg_id")),
-        on=["source", "event_id"], how="left",
-    ).join(
-        reg.select("source", "source_seq", pl.col("content_sha256").alias("reg_seq")),
-        on=["source", "source_seq"], how="left",
-    ).join(
-        committed.lazy().select(
-            "entity", "key", pl.col("version").alias("cv"), pl.col("image_sha256").alias("c_image")
-        ),
-        on=["entity", "key"], how="left",
+    ev = (
+        ev.join(
+            reg.select("source", "event_id", pl.col("content_sha256").alias("reg_id")),
+            on=["source", "event_id"],
+            how="left",
+        )
+        .join(
+            reg.select("source", "source_seq", pl.col("content_sha256").alias("reg_seq")),
+            on=["source", "source_seq"],
+            how="left",
+        )
+        .join(
+            committed.lazy().select(
+                "entity", "key", pl.col("version").alias("cv"), pl.col("image_sha256").alias("c_image")
+            ),
+            on=["entity", "key"],
+            how="left",
+        )
     )
     known_id = pl.coalesce("reg_id", pl.when(~pl.col("is_first_id")).then(pl.col("id_first")))
     earlier_seq = pl.col("seq_first") != pl.col("content_sha256")
@@ -194,26 +219,36 @@ def _fence_frame(ev: pl.LazyFrame) -> pl.LazyFrame:
     ev = ev.with_columns(first_pos.alias("slot_pos"), first_image.over(*slot).alias("slot_image"))
     equal = fresh & (pl.col("version") == pl.col("cv"))
     outcome = (
-        pl.when(pl.col("rule").is_not_null()).then(pl.lit(Outcome.VIOLATION.value))
-        .when(pl.col("dup_id")).then(pl.lit(Outcome.DUPLICATE.value))
-        .when(fresh & (pl.col("version") < pl.col("cv"))).then(pl.lit(Outcome.STALE.value))
+        pl.when(pl.col("rule").is_not_null())
+        .then(pl.lit(Outcome.VIOLATION.value))
+        .when(pl.col("dup_id"))
+        .then(pl.lit(Outcome.DUPLICATE.value))
+        .when(fresh & (pl.col("version") < pl.col("cv")))
+        .then(pl.lit(Outcome.STALE.value))
         .when(equal & (pl.col("image_sha256") == pl.col("c_image")))
         .then(pl.lit(Outcome.DUPLICATE.value))
-        .when(equal).then(pl.lit(Outcome.VIOLATION.value))
-        .when(pl.col("pos") == pl.col("slot_pos")).then(pl.lit(Outcome.ACCEPTED.value))
-        .when(pl.col("image_sha256") == pl.col("slot_image")).then(pl.lit(Outcome.DUPLICATE.value))
+        .when(equal)
+        .then(pl.lit(Outcome.VIOLATION.value))
+        .when(pl.col("pos") == pl.col("slot_pos"))
+        .then(pl.lit(Outcome.ACCEPTED.value))
+        .when(pl.col("image_sha256") == pl.col("slot_image"))
+        .then(pl.lit(Outcome.DUPLICATE.value))
         .otherwise(pl.lit(Outcome.VIOLATION.value))
     )
     conflict = pl.lit(str(Violation.EQUAL_VERSION_CONFLICT))
     ev = ev.with_columns(outcome.alias("outcome")).with_columns(
         pl.when((pl.col("outcome") == Outcome.VIOLATION.value) & pl.col("rule").is_null())
-        .then(conflict).otherwise(pl.col("rule")).alias("rule")
+        .then(conflict)
+        .otherwise(pl.col("rule"))
+        .alias("rule")
     )
     accepted = pl.col("outcome") == Outcome.ACCEPTED.value
     top = pl.col("version").filter(accepted).max().over("entity", "key")
-    return ev.with_columns((accepted & (pl.col("version") == top)).alias("winner")).select(
-        "pos", "outcome", "rule", "winner"
-    ).sort("pos")
+    return (
+        ev.with_columns((accepted & (pl.col("version") == top)).alias("winner"))
+        .select("pos", "outcome", "rule", "winner")
+        .sort("pos")
+    )
 
 
 def frame_to_result(frame: pl.DataFrame) -> FoldResult:

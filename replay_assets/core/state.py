@@ -120,16 +120,27 @@ def apply_load_date(
             lines_per_batch[batch.batch_id] += 1
             outcome = parse_event(line, ctx_for(batch))
             if isinstance(outcome, Rejection):
-                rejected.append(Rejected(batch.batch_id, number, outcome.reason, outcome.detail,
-                                         outcome.event_id))
+                rejected.append(
+                    Rejected(batch.batch_id, number, outcome.reason, outcome.detail, outcome.event_id)
+                )
             elif isinstance(outcome, BatchViolation):
-                blocked.append(Blocked(batch.batch_id, number, outcome.rule, outcome.detail,
-                                       outcome.event_id))
+                blocked.append(
+                    Blocked(batch.batch_id, number, outcome.rule, outcome.detail, outcome.event_id)
+                )
             else:
                 events.append((batch, number, outcome))
     inputs = [
-        FoldInput(pos, b.source, e.event_id, e.source_seq, e.entity, e.key, e.version,
-                  e.content_sha256, e.image_sha256)
+        FoldInput(
+            pos,
+            b.source,
+            e.event_id,
+            e.source_seq,
+            e.entity,
+            e.key,
+            e.version,
+            e.content_sha256,
+            e.image_sha256,
+        )
         for pos, (b, _, e) in enumerate(events)
     ]
     committed = {k: Committed(r.version, r.image_sha256) for k, r in state.items()}
@@ -146,13 +157,16 @@ def _violations(result: FoldResult, events: list[tuple[Batch, int, Event]]) -> l
     for pos, (batch, number, event) in enumerate(events):
         rule = result.classified[pos].rule
         if rule is not None:
-            out.append(Blocked(batch.batch_id, number, rule, f"{rule} at event {event.event_id}",
-                               event.event_id))
+            out.append(
+                Blocked(batch.batch_id, number, rule, f"{rule} at event {event.event_id}", event.event_id)
+            )
     return out
 
 
 def _counts(
-    lines: Counter[str], rejected: list[Rejected], result: FoldResult,
+    lines: Counter[str],
+    rejected: list[Rejected],
+    result: FoldResult,
     events: list[tuple[Batch, int, Event]],
 ) -> dict[str, Counts]:
     tally: dict[str, Counter[str]] = {batch_id: Counter() for batch_id in lines}
@@ -163,31 +177,34 @@ def _counts(
         if outcome is not Outcome.VIOLATION:
             tally[batch.batch_id][outcome.value] += 1
     return {
-        batch_id: Counts(lines[batch_id], c["accepted"], c["rejected"],
-                         c["skipped_duplicate"], c["skipped_stale"])
+        batch_id: Counts(
+            lines[batch_id], c["accepted"], c["rejected"], c["skipped_duplicate"], c["skipped_stale"]
+        )
         for batch_id, c in tally.items()
     }
 
 
 def _commit(
-    state: Mapping[StateKey, Row], registry: Mapping[tuple[str, str], tuple[int, str]],
-    events: list[tuple[Batch, int, Event]], result: FoldResult, load_date: str,
-    counts: dict[str, Counts], rejected: list[Rejected],
+    state: Mapping[StateKey, Row],
+    registry: Mapping[tuple[str, str], tuple[int, str]],
+    events: list[tuple[Batch, int, Event]],
+    result: FoldResult,
+    load_date: str,
+    counts: dict[str, Counts],
+    rejected: list[Rejected],
 ) -> LoadDateOutcome:
     new_state = dict(state)
     new_registry = dict(registry)
     affected: set[Group] = set()
     for pos, (batch, _, event) in enumerate(events):
-        new_registry.setdefault((batch.source, event.event_id), (event.source_seq,
-                                                                   event.content_sha256))
+        new_registry.setdefault((batch.source, event.event_id), (event.source_seq, event.content_sha256))
         if pos not in result.winners:
             continue
         key = (str(event.entity), event.key)
         affected |= groups_of(event.entity, state.get(key)) | groups_of(
             event.entity, Row(event.version, event.image, event.image_sha256, 0, "")
         )
-        new_state[key] = Row(event.version, event.image, event.image_sha256, event.source_seq,
-                             load_date)
+        new_state[key] = Row(event.version, event.image, event.image_sha256, event.source_seq, load_date)
     return LoadDateOutcome(new_state, new_registry, counts, rejected, [], frozenset(affected))
 
 

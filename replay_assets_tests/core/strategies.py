@@ -25,14 +25,20 @@ class Change:
     image: dict[str, Any] | None
 
 
-def order_event(seq: int, order_id: str, line_no: int, version: int,
-                image: dict[str, Any] | None) -> str:
-    return json.dumps({
-        "event_id": f"e{seq}", "source_seq": seq, "schema_version": 1, "entity": "order_line",
-        "op": "delete" if image is None else "upsert",
-        "key": {"order_id": order_id, "line_no": line_no}, "version": version,
-        "event_time": "2026-01-01T00:00:00Z", "after": image,
-    })
+def order_event(seq: int, order_id: str, line_no: int, version: int, image: dict[str, Any] | None) -> str:
+    return json.dumps(
+        {
+            "event_id": f"e{seq}",
+            "source_seq": seq,
+            "schema_version": 1,
+            "entity": "order_line",
+            "op": "delete" if image is None else "upsert",
+            "key": {"order_id": order_id, "line_no": line_no},
+            "version": version,
+            "event_time": "2026-01-01T00:00:00Z",
+            "after": image,
+        }
+    )
 
 
 @st.composite
@@ -40,9 +46,14 @@ def images(draw: st.DrawFn, order_id: str, line_no: int) -> dict[str, Any] | Non
     if draw(st.integers(0, 9)) == 0:
         return None
     return {
-        "order_id": order_id, "line_no": line_no, "store_id": draw(st.sampled_from(STORES)),
-        "customer_id": "c1", "product_id": "p1", "business_date": draw(st.sampled_from(DATES)),
-        "quantity": draw(st.integers(0, 5)), "amount_minor": draw(st.integers(0, 1000)),
+        "order_id": order_id,
+        "line_no": line_no,
+        "store_id": draw(st.sampled_from(STORES)),
+        "customer_id": "c1",
+        "product_id": "p1",
+        "business_date": draw(st.sampled_from(DATES)),
+        "quantity": draw(st.integers(0, 5)),
+        "amount_minor": draw(st.integers(0, 1000)),
         "cost_minor": draw(st.integers(0, 500)),
         "status": draw(st.sampled_from(["active", "active", "cancelled"])),
     }

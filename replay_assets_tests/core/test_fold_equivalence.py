@@ -19,9 +19,14 @@ from replay_assets.core.fold import (
 
 small = st.sampled_from
 raw_event = st.tuples(
-    small(["s1", "s2"]), small(["e1", "e2", "e3", "e4"]), st.integers(1, 4),
-    small(["order_line", "customer"]), small(["k1", "k2"]), st.integers(1, 4),
-    small(["c1", "c2", "c3"]), small(["i1", "i2", "tombstone"]),
+    small(["s1", "s2"]),
+    small(["e1", "e2", "e3", "e4"]),
+    st.integers(1, 4),
+    small(["order_line", "customer"]),
+    small(["k1", "k2"]),
+    st.integers(1, 4),
+    small(["c1", "c2", "c3"]),
+    small(["i1", "i2", "tombstone"]),
 )
 
 
@@ -32,15 +37,26 @@ def fold_inputs(draw: st.DrawFn) -> tuple[list[FoldInput], dict, dict]:
     committed = {
         (entity, key): Committed(version, image)
         for entity, key, version, image in draw(
-            st.lists(st.tuples(small(["order_line", "customer"]), small(["k1", "k2"]),
-                               st.integers(1, 4), small(["i1", "i2", "tombstone"])), max_size=4)
+            st.lists(
+                st.tuples(
+                    small(["order_line", "customer"]),
+                    small(["k1", "k2"]),
+                    st.integers(1, 4),
+                    small(["i1", "i2", "tombstone"]),
+                ),
+                max_size=4,
+            )
         )
     }
     registry: dict = {}
     seqs: set = set()
     for source, event_id, seq, content in draw(
-        st.lists(st.tuples(small(["s1", "s2"]), small(["e1", "e2", "e5"]), st.integers(1, 5),
-                           small(["c1", "c2", "c3"])), max_size=4)
+        st.lists(
+            st.tuples(
+                small(["s1", "s2"]), small(["e1", "e2", "e5"]), st.integers(1, 5), small(["c1", "c2", "c3"])
+            ),
+            max_size=4,
+        )
     ):
         if (source, event_id) not in registry and (source, seq) not in seqs:
             registry[(source, event_id)] = (seq, content)
@@ -51,12 +67,18 @@ def fold_inputs(draw: st.DrawFn) -> tuple[list[FoldInput], dict, dict]:
 def as_frames(events: list[FoldInput], committed: dict, registry: dict) -> tuple[pl.DataFrame, ...]:
     ev = pl.DataFrame([e.__dict__ for e in events], schema=EVENT_SCHEMA)
     cm = pl.DataFrame(
-        [{"entity": e, "key": k, "version": c.version, "image_sha256": c.image_sha256}
-         for (e, k), c in committed.items()], schema=COMMITTED_SCHEMA,
+        [
+            {"entity": e, "key": k, "version": c.version, "image_sha256": c.image_sha256}
+            for (e, k), c in committed.items()
+        ],
+        schema=COMMITTED_SCHEMA,
     )
     rg = pl.DataFrame(
-        [{"source": s, "event_id": i, "source_seq": q, "content_sha256": c}
-         for (s, i), (q, c) in registry.items()], schema=REGISTRY_SCHEMA,
+        [
+            {"source": s, "event_id": i, "source_seq": q, "content_sha256": c}
+            for (s, i), (q, c) in registry.items()
+        ],
+        schema=REGISTRY_SCHEMA,
     )
     return ev, cm, rg
 

@@ -17,8 +17,9 @@ def run_days(days: list[list[str]]) -> tuple[dict, list[LoadDateOutcome]]:
     registry: dict = {}
     outcomes = []
     for n, lines in enumerate(days):
-        out = apply_load_date(state, registry, [Batch("erp", f"b{n}", "t", lines)],
-                              f"2026-02-{n + 1:02d}", lambda _: CTX)
+        out = apply_load_date(
+            state, registry, [Batch("erp", f"b{n}", "t", lines)], f"2026-02-{n + 1:02d}", lambda _: CTX
+        )
         assert not out.blocked
         state, registry = out.state, out.registry
         outcomes.append(out)
@@ -26,9 +27,7 @@ def run_days(days: list[list[str]]) -> tuple[dict, list[LoadDateOutcome]]:
 
 
 def simplified(state: dict) -> dict:
-    return {
-        tuple(json.loads(key)): (row.version, row.image) for (_, key), row in state.items()
-    }
+    return {tuple(json.loads(key)): (row.version, row.image) for (_, key), row in state.items()}
 
 
 @settings(max_examples=150, deadline=None)
@@ -51,7 +50,7 @@ def test_incremental_equals_full_rebuild_and_replay_is_a_noop(data: st.DataObjec
     assert simplified(incremental) == simplified(rebuilt)
     replayed, outcomes = run_days([*days, *days])
     assert replayed == incremental
-    for out in outcomes[len(days):]:
+    for out in outcomes[len(days) :]:
         assert all(c.accepted == 0 and c.skipped_stale == 0 for c in out.counts.values())
 
 
@@ -67,8 +66,7 @@ def test_repairing_affected_groups_equals_full_recomputation(data: st.DataObject
     registry: dict = {}
     published: dict[tuple[str, str], dict] = {}
     for n, lines in enumerate(days):
-        out = apply_load_date(state, registry, [Batch("erp", f"b{n}", "t", lines)], "d",
-                              lambda _: CTX)
+        out = apply_load_date(state, registry, [Batch("erp", f"b{n}", "t", lines)], "d", lambda _: CTX)
         state, registry = out.state, out.registry
         fresh = {(g["business_date"], g["store_id"]): g for g in aggregate_images(active_images(state))}
         for group in out.affected:

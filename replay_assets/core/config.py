@@ -1,0 +1,72 @@
+"""Settings of one deployment, parsed from values (environment mapping and config file) — pure.
+
+Only the composition roots (definitions.py, cli.py) pass in ``os.environ`` and file contents.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from replay_assets.core.manifest import Limits, parse_instant
+
+DEFAULT_START = "2020-01-01"
+CONFIG_FILE = "replay-assets.json"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Where the home is, the partition starts, the future tolerance, the sources and the clock."""
+
+    home: Path
+    load_date_start: str = DEFAULT_START
+    business_date_start: str = DEFAULT_START
+    future_tolerance_days: int = 1
+    sources: Mapping[str, str] | None = None  # source -> first load date; None = derive
+    fixed_now: dt.datetime | None = None  # REPLAY_ASSETS_NOW; tests and the demo only
+    limits: Limits = field(default_factory=Limits)
+    lock_timeout_seconds: float = 60.0
+    fail_point: str | None = None  # REPLAY_ASSETS_FAIL_POINT: crash tests kill the process there
+
+    @property
+    def landing(self) -> Path:
+        return self.home / "landing"
+
+    @property
+    def dagster_home(self) -> Path:
+        return self.home / "dagster"
+
+    def now(self, real_now: dt.datetime) -> dt.datetime:
+        """The injected clock when set, else the real one the caller read."""
+        return self.fixed_now or real_now
+
+    def business_date_end(self, now: dt.datetime) -> dt.date:
+        return now.date() + dt.timedelta(days=self.future_tolerance_days)
+
+
+def settings_from(env: Mapping[str, str], home: str | None, config_text: str | None) -> Settings:
+    """Build settings: explicit ``home`` > REPLAY_ASSETS_HOME > ``data``; then the config file
+    (``$HOME/replay-assets.json``), then environment overrides."""
+    root = Path(home or env.get("REPLAY_ASSETS_HOME") or "data")
+    cfg = json.loads(config_text) if config_text else {}
+    now_text = env.get("REPLAY_ASSETS_NOW")
+    return Settings(
+        home=root,
+        load_date_start=env.get("REPLAY_ASSETS_LOAD_DATE_START", cfg.get("load_date_start", DEFAULT_START)),
+        business_date_start=env.get(
+            "REPLAY_ASSETS_BUSINESS_DATE_START", cfg.get("business_date_start", DEFAULT_START)
+        ),
+        future_tolerance_days=int(
+            env.get("REPLAY_ASSETS_FUTURE_TOLERANCE_DAYS", cfg.get("future_tolerance_days", 1))
+        ),
+        sources=cfg.get("sources"),
+        fixed_now=parse_instant(now_text, "REPLAY_ASSETS_NOW") if now_text else None,
+        fail_point=env.get("REPLAY_ASSETS_FAIL_POINT") or None,
+    )
+
+
+def config_path(env: Mapping[str, str], home: str | None) -> Path:
+    return Path(home or env.get("REPLAY_ASSETS_HOME") or "data") / CONFIG_FILE

@@ -1,0 +1,216 @@
+"""Which load date applies next, and why the others wait (SPEC 2.1). Pure.
+
+The load date is the unit of application. A date applies once every configured source has a
+ready delivery for it and every earlier date is applied; otherwise it is reported with the
+reason (BLOCKED_UPSTREAM, MISSING, BLOCKED, DELAYED, LATE_DELIVERY).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from replay_assets.core.events import canonical_json, sha256_text
+
+
+class DateStatus(enum.StrEnum):
+    APPLIED = "APPLIED"
+    READY = "READY"
+    RESTATE = "RESTATE"  # the latest applied date got a new delivery: fold it again whole
+    WAITING = "WAITING"  # a source has not delivered yet, and nothing later has either
+    BLOCKED_UPSTREAM = "BLOCKED_UPSTREAM"
+    MISSING = "MISSING"
+    BLOCKED = "BLOCKED"
+    DELAYED = "DELAYED"
+    LATE_DELIVERY = "LATE_DELIVERY"
+    OUT_OF_RANGE = "OUT_OF_RANGE"
+
+
+PROGRESSING = frozenset({DateStatus.READY, DateStatus.RESTATE})
+STOPPING = frozenset(
+    {
+        DateStatus.WAITING,
+        DateStatus.BLOCKED_UPSTREAM,
+        DateStatus.MISSING,
+        DateStatus.BLOCKED,
+    }
+)
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """A manifest seen in the landing area, with its cheap readiness verdict."""
+
+    source: str
+    batch_id: str
+    load_date: str
+    manifest_sha256: str
+    ready_at: str
+    not_ready: str | None = None
+    supersedes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class WarehouseFacts:
+    """What the warehouse knows: applied identities, blocked inputs, skipped and landed batches."""
+
+    applied: Mapping[str, str] = field(default_factory=dict)
+    blocked: Mapping[tuple[str, str], tuple[DateStatus, str]] = field(default_factory=dict)
+    skipped: frozenset[str] = frozenset()
+    landed: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class DatePlan:
+    load_date: str
+    status: DateStatus
+    reason: str
+    identity: str
+    batches: tuple[Delivery, ...]
+
+
+def input_identity(batches: Sequence[Delivery]) -> str:
+    """Identity of a load date's input: the sorted manifest hashes of its active batches."""
+    parts = sorted((b.source, b.batch_id, b.manifest_sha256) for b in batches)
+    return sha256_text(canonical_json(parts))
+
+
+def days(first: str, last: str) -> list[str]:
+    start, end = dt.date.fromisoformat(first), dt.date.fromisoformat(last)
+    return [(start + dt.timedelta(n)).isoformat() for n in range((end - start).days + 1)]
+
+
+def plan_load_dates(
+    deliveries: Sequence[Delivery],
+    facts: WarehouseFacts,
+    window: tuple[str, str],
+    sources: Mapping[str, str] | None = None,
+) -> list[DatePlan]:
+    """Status of every load date from the first source start to the last delivered date."""
+    inside = [d for d in deliveries if window[0] <= d.load_date <= window[1]]
+    outside = [
+        DatePlan(
+            d.load_date,
+            DateStatus.OUT_OF_RANGE,
+            f"load date of batch {d.batch_id} outside {window[0]}..{window[1]}",
+            "",
+            (d,),
+        )
+        for d in deliveries
+        if not window[0] <= d.load_date <= window[1]
+    ]
+    starts = dict(sources) if sources is not None else _derived_starts(inside)
+    if not inside or not starts:
+        return outside
+    last = max(d.load_date for d in inside)
+    superseded = {b for d in inside for b in d.supersedes}
+    latest = max(facts.applied, default="")
+    plans = [
+        _plan_date(day, inside, facts, starts, superseded, latest, last)
+        for day in days(min(starts.values()), last)
+    ]
+    return _progress(plans) + outside
+
+
+def _derived_starts(deliveries: Sequence[Delivery]) -> dict[str, str]:
+    starts: dict[str, str] = {}
+    for d in deliveries:
+        starts[d.source] = min(starts.get(d.source, d.load_date), d.load_date)
+    return starts
+
+
+def _plan_date(
+    day: str,
+    deliveries: Sequence[Delivery],
+    facts: WarehouseFacts,
+    starts: Mapping[str, str],
+    superseded: set[str],
+    latest: str,
+    last: str,
+) -> DatePlan:
+    of_day = [d for d in deliveries if d.load_date == day]
+    reused = [d for d in of_day if facts.landed.get(d.batch_id, d.manifest_sha256) != d.manifest_sha256]
+    active = tuple(
+        sorted(
+            (
+                d
+                for d in of_day
+                if d.batch_id not in facts.skipped and d.batch_id not in superseded and d not in reused
+            ),
+            key=lambda d: (d.ready_at, d.batch_id),
+        )
+    )
+    identity = input_identity(active)
+    not_ready = [d for d in active if d.not_ready]
+    missing = sorted(s for s, start in starts.items() if start <= day)
+    delivered = {d.source for d in of_day if d not in reused}  # a skipped batch was delivered
+    missing = [s for s in missing if s not in delivered]
+    status, reason = _status(day, identity, facts, latest, last, reused, not_ready, missing)
+    return DatePlan(day, status, reason, identity, active)
+
+
+def _status(
+    day: str,
+    identity: str,
+    facts: WarehouseFacts,
+    latest: str,
+    last: str,
+    reused: list[Delivery],
+    not_ready: list[Delivery],
+    missing: list[str],
+) -> tuple[DateStatus, str]:
+    if day in facts.applied:
+        if facts.applied[day] == identity or not_ready or missing:
+            note = f"; new delivery not ready: {not_ready[0].not_ready}" if not_ready else ""
+            return DateStatus.APPLIED, note.lstrip("; ")
+        if day == latest:
+            return DateStatus.RESTATE, "a new delivery for the latest applied load date"
+        return DateStatus.LATE_DELIVERY, (
+            "REPLAY_LOAD_DATE_SEALED: a new delivery for a load date that later dates already "
+            "built on; backfill this date through the latest in the backfill lane"
+        )
+    if reused:
+        return DateStatus.BLOCKED, (
+            f"REPLAY_BATCH_ID_REUSED: batch {reused[0].batch_id} was landed before with other content"
+        )
+    if (day, identity) in facts.blocked:
+        return facts.blocked[(day, identity)]
+    if not_ready:
+        d = not_ready[0]
+        return DateStatus.BLOCKED_UPSTREAM, f"batch {d.batch_id} of {d.source}: {d.not_ready}"
+    if missing:
+        if day < last:
+            return DateStatus.MISSING, f"no manifest from source {missing[0]} for {day}"
+        return DateStatus.WAITING, f"waiting for source {missing[0]}"
+    return DateStatus.READY, ""
+
+
+def _progress(plans: list[DatePlan]) -> list[DatePlan]:
+    """Dates wait behind the first one that cannot apply: READY after a stop becomes DELAYED."""
+    out: list[DatePlan] = []
+    stopped_at: str | None = None
+    for plan in plans:
+        if stopped_at is not None and plan.status in PROGRESSING:
+            plan = DatePlan(
+                plan.load_date,
+                DateStatus.DELAYED,
+                f"waiting behind load date {stopped_at}",
+                plan.identity,
+                plan.batches,
+            )
+        elif stopped_at is None and plan.status in STOPPING:
+            stopped_at = plan.load_date
+        out.append(plan)
+    return out
+
+
+def next_to_apply(plans: Sequence[DatePlan]) -> DatePlan | None:
+    """The one load date to apply now (never D before D-1), or None."""
+    for plan in plans:
+        if plan.status in PROGRESSING:
+            return plan
+        if plan.status in STOPPING or plan.status is DateStatus.DELAYED:
+            return None
+    return None

@@ -1,0 +1,151 @@
+"""Applying one load date: one transaction covering state history, tombstones, the event
+registry, the restatement queue, watermarks, reconciliation, the snapshot record and the commit
+marker (SPEC 3.7). The caller owns the transaction; nothing here commits."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+
+import duckdb
+import polars as pl
+
+from replay_assets.core.aggregate import Controls
+from replay_assets.core.errors import ErrorCode, ReplayError
+from replay_assets.core.events import canonical_json, sha256_text
+from replay_assets.core.fold import EVENT_SCHEMA, fold_frame
+from replay_assets.core.plan import DatePlan
+from replay_assets.core.state import Counts
+from replay_assets.storage import records
+from replay_assets.storage.state_io import (
+    committed_before,
+    history_rows,
+    old_groups,
+    registry_for,
+    snapshot_of,
+)
+from replay_assets.storage.warehouse import one, query_frame
+
+CODE_VERSION = "apply-v1"
+
+
+class Mode:
+    APPLY = "APPLIED"
+    RESTATE = "RESTATED"
+    VERIFY = "UNCHANGED"
+    BLOCKED = "BLOCKED"
+
+
+@dataclass(frozen=True)
+class ApplyResult:
+    load_date: str
+    status: str
+    counts: dict[str, Counts] = field(default_factory=dict)
+    affected_business_dates: tuple[str, ...] = ()
+    controls: Controls | None = None
+    content_sha256: str | None = None
+    reasons: tuple[str, ...] = ()
+
+
+def operation_id(kind: str, partition_key: str, input_identity: str) -> str:
+    """Identity of a mutation from its logical inputs only (never run ids, tries or time)."""
+    return sha256_text(canonical_json([kind, partition_key, input_identity, CODE_VERSION]))
+
+
+def _mode(con: duckdb.DuckDBPyConnection, plan: DatePlan, first_date: str, sealed_ok: bool) -> str:
+    day = plan.load_date
+    if day != first_date:
+        prev = (dt.date.fromisoformat(day) - dt.timedelta(days=1)).isoformat()
+        if not one(con, "SELECT 1 FROM load_dates WHERE load_date = ?", [prev]):
+            raise ReplayError(
+                ErrorCode.PREDECESSOR_NOT_APPLIED, f"load date {day} needs {prev} applied first"
+            )
+    row = one(con, "SELECT identity FROM load_dates WHERE load_date = ?", [day])
+    latest = one(con, "SELECT max(load_date) FROM load_dates")
+    later = latest is not None and latest[0] is not None and latest[0] > day
+    if later and not sealed_ok:
+        if row is not None and row[0] == plan.identity:
+            return Mode.VERIFY
+        raise ReplayError(
+            ErrorCode.LOAD_DATE_SEALED, f"load date {day} is sealed: later load dates are applied"
+        )
+    if row is None:
+        return Mode.APPLY
+    return Mode.VERIFY if row[0] == plan.identity else Mode.RESTATE
+
+
+def staged_events(con: duckdb.DuckDBPyConnection, plan: DatePlan) -> pl.DataFrame:
+    """The load date's valid events in application order, numbered by ``pos``."""
+    order = [b.batch_id for b in plan.batches]
+    frame = query_frame(
+        con,
+        """
+        SELECT s.* FROM staged_events s
+        WHERE list_contains(?, s.batch_id)
+        ORDER BY list_position(?, s.batch_id), s.source_file, s.line_number""",
+        [order, order],
+    )
+    return frame.with_row_index("pos").with_columns(pl.col("pos").cast(pl.Int64))
+
+
+def apply_load_date(
+    con: duckdb.DuckDBPyConnection,
+    plan: DatePlan,
+    first_date: str,
+    run_id: str | None,
+    now: dt.datetime,
+    sealed_ok: bool = False,
+) -> ApplyResult:
+    """Fold the load date onto state as of the day before. Idempotent: the same input again
+    verifies against stored history (REPLAY_HISTORY_DIVERGED if it differs) and writes nothing."""
+    mode = _mode(con, plan, first_date, sealed_ok)
+    day = plan.load_date
+    events = staged_events(con, plan)
+    committed = committed_before(con, events, day)
+    registry = registry_for(con, events, day)
+    folded = events.join(fold_frame(events.select(EVENT_SCHEMA.names()), committed, registry), on="pos")
+    counts = records.batch_counts(con, plan, folded)
+    violations = records.violations(con, plan, folded)
+    if violations.height:
+        records.record_blocked(con, plan, violations, counts, now)
+        reasons = tuple(violations["detail"].to_list()[:5])
+        return ApplyResult(day, Mode.BLOCKED, counts, reasons=reasons)
+    winners = folded.filter(pl.col("winner"))
+    orders, customers = records.history_frames(winners, day)
+    if mode == Mode.VERIFY:
+        same = history_rows(con, "order_history", day).equals(orders.drop("load_date")) and history_rows(
+            con, "customer_history", day
+        ).equals(customers.drop("load_date"))
+        if not same:
+            raise ReplayError(
+                ErrorCode.HISTORY_DIVERGED,
+                f"recomputing load date {day} from raw differs from stored history",
+            )
+        return _result(con, day, Mode.VERIFY, counts, ())
+    if mode == Mode.RESTATE:
+        records.undo_load_date(con, day, now)
+    groups = pl.concat([old_groups(con, winners, day), records.new_groups(winners)]).unique()
+    records.write_history(con, orders, customers)
+    records.register_events(con, folded, registry, day)
+    records.queue_groups(con, groups, day, now)
+    records.advance_watermarks(con, plan, folded, day)
+    records.write_reconciliation(con, plan, counts, "APPLIED")
+    con.execute("INSERT OR REPLACE INTO load_dates VALUES (?, ?, ?, ?)", [day, plan.identity, now, run_id])
+    con.execute(
+        "INSERT OR IGNORE INTO commit_markers VALUES (?, 'apply_load_date', ?, ?, ?)",
+        [operation_id("apply_load_date", day, plan.identity), day, plan.identity, now],
+    )
+    dates = tuple(sorted(set(groups["business_date"].to_list())))
+    return _result(con, day, mode, counts, dates)
+
+
+def _result(
+    con: duckdb.DuckDBPyConnection, day: str, mode: str, counts: dict[str, Counts], dates: tuple[str, ...]
+) -> ApplyResult:
+    controls, rows, digest = snapshot_of(con, day)
+    if mode != Mode.VERIFY:
+        con.execute(
+            "INSERT OR REPLACE INTO snapshots VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [day, *controls.as_tuple(), rows, digest],
+        )
+    return ApplyResult(day, mode, counts, dates, controls, digest)

@@ -1,0 +1,217 @@
+"""Landing a verified delivery into the warehouse: raw receipts (immutable), validated staged
+events, rejected events and schema-gate violations, in the caller's transaction."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import duckdb
+import polars as pl
+
+from replay_assets.core.errors import ErrorCode, ReplayError, Violation
+from replay_assets.core.events import (
+    KEY_FIELDS,
+    BatchViolation,
+    Event,
+    Rejection,
+    ValidationContext,
+    parse_event,
+    sha256_text,
+)
+from replay_assets.core.manifest import Manifest
+from replay_assets.storage.landing_area import VerifiedFile
+from replay_assets.storage.warehouse import one
+
+STAGED_IMAGE = (
+    "order_id",
+    "line_no",
+    "store_id",
+    "customer_id",
+    "product_id",
+    "business_date",
+    "quantity",
+    "amount_minor",
+    "cost_minor",
+    "status",
+    "name",
+    "segment",
+)
+STAGED_SCHEMA: dict[str, Any] = {
+    "batch_id": pl.String,
+    "source": pl.String,
+    "load_date": pl.String,
+    "source_file": pl.String,
+    "line_number": pl.Int64,
+    "event_id": pl.String,
+    "source_seq": pl.Int64,
+    "entity": pl.String,
+    "op": pl.String,
+    "key": pl.String,
+    "version": pl.Int64,
+    "event_time": pl.String,
+    "content_sha256": pl.String,
+    "image_sha256": pl.String,
+    "order_id": pl.String,
+    "line_no": pl.Int64,
+    "store_id": pl.String,
+    "customer_id": pl.String,
+    "product_id": pl.String,
+    "business_date": pl.String,
+    "quantity": pl.Int64,
+    "amount_minor": pl.Int64,
+    "cost_minor": pl.Int64,
+    "status": pl.String,
+    "name": pl.String,
+    "segment": pl.String,
+}
+
+
+@dataclass(frozen=True)
+class Landed:
+    batch_id: str
+    source_events: int
+    rejected: int
+    violations: int
+    bytes_read: int
+    new: bool
+
+
+def landed_sha(con: duckdb.DuckDBPyConnection, batch_id: str) -> str | None:
+    row = one(con, "SELECT manifest_sha256 FROM manifests WHERE batch_id = ?", [batch_id])
+    return str(row[0]) if row else None
+
+
+def land_batch(
+    con: duckdb.DuckDBPyConnection,
+    manifest: Manifest,
+    files: Sequence[VerifiedFile],
+    ctx: ValidationContext,
+    now: dt.datetime,
+) -> Landed:
+    """Idempotent: the same manifest again is a no-op; the same batch_id with other content
+    fails closed with REPLAY_BATCH_ID_REUSED and lands nothing."""
+    known = landed_sha(con, manifest.batch_id)
+    if known is not None:
+        if known != manifest.sha256:
+            raise ReplayError(
+                ErrorCode.BATCH_ID_REUSED, f"batch {manifest.batch_id} was landed before with other content"
+            )
+        return Landed(manifest.batch_id, 0, 0, 0, 0, new=False)
+    base = {"batch_id": manifest.batch_id, "source": manifest.source, "load_date": manifest.load_date}
+    raw, staged, rejected, violations = [], [], [], []
+    if manifest.schema_version != 1:
+        violations.append(
+            {
+                **base,
+                "source_file": None,
+                "line_number": None,
+                "event_id": None,
+                "rule": Violation.UNSUPPORTED_SCHEMA_VERSION.value,
+                "detail": "manifest schema_version is not 1",
+            }
+        )
+    for f in files:
+        for number, line in enumerate(f.lines, start=1):
+            if not line.strip():
+                continue
+            where = {**base, "source_file": f.name, "line_number": number}
+            raw.append({**where, "payload_sha256": sha256_text(line), "payload": line})
+            outcome = parse_event(line, ctx)
+            if isinstance(outcome, Event):
+                staged.append(_staged_row(where, outcome))
+            elif isinstance(outcome, Rejection):
+                rejected.append(
+                    {
+                        **where,
+                        "event_id": outcome.event_id,
+                        "reason_code": outcome.reason.value,
+                        "detail": outcome.detail,
+                    }
+                )
+            else:
+                violations.append(_violation_row(where, outcome))
+    _insert_all(con, manifest, raw, staged, rejected, violations, files, now)
+    return Landed(
+        manifest.batch_id, len(raw), len(rejected), len(violations), sum(f.size for f in files), new=True
+    )
+
+
+def _violation_row(where: dict[str, Any], v: BatchViolation) -> dict[str, Any]:
+    return {
+        **where,
+        "event_id": v.event_id,
+        "rule": v.rule.value,
+        "detail": f"{v.detail} ({where['source_file']} line {where['line_number']})",
+    }
+
+
+def _staged_row(where: dict[str, Any], e: Event) -> dict[str, Any]:
+    row = {
+        **where,
+        "event_id": e.event_id,
+        "source_seq": e.source_seq,
+        "entity": e.entity.value,
+        "op": e.op.value,
+        "key": e.key,
+        "version": e.version,
+        "event_time": e.event_time,
+        "content_sha256": e.content_sha256,
+        "image_sha256": e.image_sha256,
+    }
+    row.update(dict.fromkeys(STAGED_IMAGE))
+    key_values = json.loads(e.key)
+    row.update(zip(KEY_FIELDS[e.entity], key_values, strict=True))
+    if e.image is not None:
+        row.update(e.image)
+    return row
+
+
+def _insert_all(
+    con: duckdb.DuckDBPyConnection,
+    manifest: Manifest,
+    raw: list[dict[str, Any]],
+    staged: list[dict[str, Any]],
+    rejected: list[dict[str, Any]],
+    violations: list[dict[str, Any]],
+    files: Sequence[VerifiedFile],
+    now: dt.datetime,
+) -> None:
+    con.execute(
+        "INSERT INTO manifests VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            manifest.batch_id,
+            manifest.source,
+            manifest.load_date,
+            manifest.sha256,
+            manifest.ready_at.isoformat(),
+            manifest.seq_low,
+            manifest.seq_high,
+            len(raw),
+            sum(f.size for f in files),
+            now,
+        ],
+    )
+    if raw:
+        frame = pl.DataFrame(raw).with_columns(pl.lit(now).alias("landed_at"))
+        insert_frame(con, "raw_receipts", frame)
+    if staged:
+        insert_frame(con, "staged_events", pl.DataFrame(staged, schema=STAGED_SCHEMA))
+    if rejected:
+        insert_frame(con, "rejected_events", pl.DataFrame(rejected).drop("source"))
+    if violations:
+        frame = pl.DataFrame(violations, infer_schema_length=None).drop("source")
+        insert_frame(con, "batch_violations", frame.with_columns(pl.lit(now).alias("detected_at")))
+
+
+def insert_frame(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame) -> None:
+    """Insert a frame by column name (no values in SQL text; ``table`` is a constant name)."""
+    con.register("_frame", frame)
+    try:
+        columns = ", ".join(frame.columns)
+        con.execute(f"INSERT INTO {table} ({columns}) SELECT {columns} FROM _frame")
+    finally:
+        con.unregister("_frame")

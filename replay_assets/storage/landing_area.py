@@ -1,0 +1,169 @@
+"""The landing area on disk: ``$HOME/landing/<source>/<load_date>/<batch_id>.manifest.json``.
+
+Reading is cheap (sensor-grade: stat only) or verified (sha256 and event counts). Writing a
+delivery is crash-safe: data first, manifest last, each via temp file, fsync and rename.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from replay_assets.core.events import canonical_json
+from replay_assets.core.manifest import (
+    MANIFEST_SUFFIX,
+    FileFacts,
+    Limits,
+    Manifest,
+    ManifestError,
+    cheap_readiness,
+    parse_manifest,
+    verify_file,
+)
+from replay_assets.core.plan import Delivery
+
+
+@dataclass(frozen=True)
+class Seen:
+    """One manifest file found in the landing area: parsed, or the reason it cannot be."""
+
+    path: Path
+    manifest: Manifest | None
+    error: str | None
+
+
+def scan(landing: Path, limits: Limits) -> list[Seen]:
+    """Every manifest under ``landing``, sorted by path; unreadable ones carry their reason."""
+    found = []
+    for path in sorted(landing.glob(f"*/*/*{MANIFEST_SUFFIX}")):
+        try:
+            if path.stat().st_size > limits.manifest_bytes:
+                raise ManifestError(f"manifest exceeds {limits.manifest_bytes} bytes")
+            manifest = parse_manifest(path.read_text(encoding="utf-8"), limits)
+            _check_place(path, manifest)
+            found.append(Seen(path, manifest, None))
+        except (ManifestError, UnicodeDecodeError, OSError) as exc:
+            found.append(Seen(path, None, str(exc)))
+    return found
+
+
+def _check_place(path: Path, manifest: Manifest) -> None:
+    if path.name != f"{manifest.batch_id}{MANIFEST_SUFFIX}":
+        raise ManifestError("manifest file name is not <batch_id>.manifest.json")
+    if path.parent.name != manifest.load_date or path.parent.parent.name != manifest.source:
+        raise ManifestError("manifest is not under <source>/<load_date>/ of its own fields")
+
+
+def file_facts(folder: Path, manifest: Manifest) -> dict[str, FileFacts]:
+    facts = {}
+    for f in manifest.files:
+        try:
+            facts[f.path] = FileFacts(True, (folder / f.path).stat().st_size)
+        except FileNotFoundError:
+            facts[f.path] = FileFacts(False, 0)
+    return facts
+
+
+def to_delivery(seen: Seen, now: dt.datetime, limits: Limits) -> Delivery:
+    """The plan's view of a parsed manifest, with the cheap readiness verdict."""
+    m = seen.manifest
+    assert m is not None
+    reason = cheap_readiness(m, file_facts(seen.path.parent, m), now, limits)
+    return Delivery(
+        m.source,
+        m.batch_id,
+        m.load_date,
+        m.sha256,
+        m.ready_at.isoformat(),
+        f"{reason} ({seen.path.name})" if reason else None,
+        m.supersedes,
+    )
+
+
+@dataclass(frozen=True)
+class VerifiedFile:
+    name: str
+    lines: list[str]  # every line, empty ones included, so numbers match the file
+    size: int
+
+
+def read_verified(folder: Path, manifest: Manifest) -> tuple[list[VerifiedFile], str | None]:
+    """Read and verify every file of a delivery; the second value is the first mismatch."""
+    out = []
+    for declared in manifest.files:
+        try:
+            data = (folder / declared.path).read_bytes()
+        except FileNotFoundError:
+            return [], f"file {declared.path} is missing"
+        lines = data.decode("utf-8", errors="replace").splitlines()
+        events = sum(1 for line in lines if line.strip())
+        problem = verify_file(declared, hashlib.sha256(data).hexdigest(), events)
+        if problem:
+            return [], problem
+        out.append(VerifiedFile(declared.path, lines, len(data)))
+    return out, None
+
+
+def write_delivery(
+    landing: Path,
+    source: str,
+    load_date: str,
+    batch_id: str,
+    lines: Sequence[str],
+    ready_at: str,
+    seq_range: tuple[int, int] | None = None,
+    supersedes: Sequence[str] = (),
+) -> Path:
+    """Write one delivery (data file, then manifest) atomically; returns the manifest path."""
+    folder = landing / source / load_date
+    folder.mkdir(parents=True, exist_ok=True)
+    data = "".join(f"{line}\n" for line in lines).encode("utf-8")
+    data_name = f"{batch_id}.jsonl"
+    files = (
+        []
+        if not lines
+        else [
+            {
+                "path": data_name,
+                "sha256": hashlib.sha256(data).hexdigest(),
+                "events": sum(1 for line in lines if line.strip()),
+                "bytes": len(data),
+            }
+        ]
+    )
+    if lines:
+        atomic_write(folder / data_name, data)
+    manifest: dict[str, object] = {
+        "source": source,
+        "batch_id": batch_id,
+        "load_date": load_date,
+        "ready_at": ready_at,
+        "schema_version": 1,
+        "files": files,
+    }
+    if seq_range is not None:
+        manifest["source_seq_low"], manifest["source_seq_high"] = seq_range
+    if supersedes:
+        manifest["supersedes"] = list(supersedes)
+    path = folder / f"{batch_id}{MANIFEST_SUFFIX}"
+    atomic_write(path, canonical_json(manifest).encode("utf-8"))
+    return path
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Temp file, fsync, rename, fsync the folder: a reader sees the old file or the new one."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)

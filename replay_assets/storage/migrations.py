@@ -1,0 +1,129 @@
+"""All DDL, in numbered migrations recorded in ``schema_migrations``. Dates are ISO text
+internally (they sort correctly); consumer views cast them to DATE."""
+
+from __future__ import annotations
+
+ORDER_COLUMNS = (
+    "order_id",
+    "line_no",
+    "store_id",
+    "customer_id",
+    "product_id",
+    "business_date",
+    "quantity",
+    "amount_minor",
+    "cost_minor",
+    "status",
+)
+CUSTOMER_COLUMNS = ("customer_id", "name", "segment", "status")
+
+_V1 = [
+    """CREATE TABLE manifests (
+        batch_id VARCHAR PRIMARY KEY, source VARCHAR NOT NULL, load_date VARCHAR NOT NULL,
+        manifest_sha256 VARCHAR NOT NULL, ready_at VARCHAR NOT NULL, seq_low BIGINT,
+        seq_high BIGINT, source_events BIGINT NOT NULL, bytes_read BIGINT NOT NULL,
+        landed_at TIMESTAMPTZ NOT NULL)""",
+    """CREATE TABLE raw_receipts (
+        batch_id VARCHAR NOT NULL, source VARCHAR NOT NULL, load_date VARCHAR NOT NULL,
+        landed_at TIMESTAMPTZ NOT NULL, source_file VARCHAR NOT NULL, line_number BIGINT NOT NULL,
+        payload_sha256 VARCHAR NOT NULL, payload VARCHAR NOT NULL)""",
+    """CREATE TABLE staged_events (
+        batch_id VARCHAR NOT NULL, source VARCHAR NOT NULL, load_date VARCHAR NOT NULL,
+        source_file VARCHAR NOT NULL, line_number BIGINT NOT NULL, event_id VARCHAR NOT NULL,
+        source_seq BIGINT NOT NULL, entity VARCHAR NOT NULL, op VARCHAR NOT NULL,
+        key VARCHAR NOT NULL, version BIGINT NOT NULL, event_time VARCHAR NOT NULL,
+        content_sha256 VARCHAR NOT NULL, image_sha256 VARCHAR NOT NULL,
+        order_id VARCHAR, line_no BIGINT, store_id VARCHAR, customer_id VARCHAR,
+        product_id VARCHAR, business_date VARCHAR, quantity BIGINT, amount_minor BIGINT,
+        cost_minor BIGINT, status VARCHAR, name VARCHAR, segment VARCHAR)""",
+    """CREATE TABLE rejected_events (
+        batch_id VARCHAR NOT NULL, load_date VARCHAR NOT NULL, source_file VARCHAR NOT NULL,
+        line_number BIGINT NOT NULL, event_id VARCHAR, reason_code VARCHAR NOT NULL,
+        detail VARCHAR NOT NULL)""",
+    """CREATE TABLE batch_violations (
+        batch_id VARCHAR NOT NULL, load_date VARCHAR NOT NULL, source_file VARCHAR,
+        line_number BIGINT, event_id VARCHAR, rule VARCHAR NOT NULL, detail VARCHAR NOT NULL,
+        detected_at TIMESTAMPTZ NOT NULL)""",
+    """CREATE TABLE event_registry (
+        source VARCHAR NOT NULL, event_id VARCHAR NOT NULL, source_seq BIGINT NOT NULL,
+        content_sha256 VARCHAR NOT NULL, load_date VARCHAR NOT NULL,
+        PRIMARY KEY (source, event_id))""",
+    """CREATE TABLE order_history (
+        order_id VARCHAR NOT NULL, line_no BIGINT NOT NULL, store_id VARCHAR,
+        customer_id VARCHAR, product_id VARCHAR, business_date VARCHAR, quantity BIGINT,
+        amount_minor BIGINT, cost_minor BIGINT, status VARCHAR NOT NULL,
+        version BIGINT NOT NULL, source_seq BIGINT NOT NULL, image_sha256 VARCHAR NOT NULL,
+        load_date VARCHAR NOT NULL, PRIMARY KEY (order_id, line_no, load_date))""",
+    """CREATE TABLE customer_history (
+        customer_id VARCHAR NOT NULL, name VARCHAR, segment VARCHAR, status VARCHAR NOT NULL,
+        version BIGINT NOT NULL, source_seq BIGINT NOT NULL, image_sha256 VARCHAR NOT NULL,
+        load_date VARCHAR NOT NULL, PRIMARY KEY (customer_id, load_date))""",
+    """CREATE TABLE restatement_queue (
+        business_date VARCHAR NOT NULL, store_id VARCHAR NOT NULL, load_date VARCHAR NOT NULL,
+        queued_at TIMESTAMPTZ NOT NULL, released_at TIMESTAMPTZ,
+        PRIMARY KEY (business_date, store_id, load_date))""",
+    """CREATE TABLE watermarks (
+        source VARCHAR PRIMARY KEY, watermark BIGINT NOT NULL, load_date VARCHAR NOT NULL)""",
+    """CREATE TABLE reconciliation (
+        batch_id VARCHAR PRIMARY KEY, source VARCHAR NOT NULL, load_date VARCHAR NOT NULL,
+        source_events BIGINT NOT NULL, accepted BIGINT NOT NULL, rejected BIGINT NOT NULL,
+        skipped_duplicate BIGINT NOT NULL, skipped_stale BIGINT NOT NULL,
+        status VARCHAR NOT NULL)""",
+    """CREATE TABLE load_dates (
+        load_date VARCHAR PRIMARY KEY, identity VARCHAR NOT NULL, applied_at TIMESTAMPTZ NOT NULL,
+        run_id VARCHAR)""",
+    """CREATE TABLE load_date_attempts (
+        load_date VARCHAR NOT NULL, identity VARCHAR NOT NULL, status VARCHAR NOT NULL,
+        reason VARCHAR NOT NULL, attempted_at TIMESTAMPTZ NOT NULL)""",
+    """CREATE TABLE batch_resolutions (
+        batch_id VARCHAR PRIMARY KEY, action VARCHAR NOT NULL, note VARCHAR NOT NULL,
+        operator VARCHAR NOT NULL, resolved_at TIMESTAMPTZ NOT NULL)""",
+    """CREATE TABLE snapshots (
+        load_date VARCHAR PRIMARY KEY, active_lines BIGINT, distinct_orders BIGINT,
+        units BIGINT, amount_minor BIGINT, cost_minor BIGINT, gross_profit_minor BIGINT,
+        row_count BIGINT NOT NULL, content_sha256 VARCHAR NOT NULL)""",
+    """CREATE TABLE aggregate_versions (
+        store_id VARCHAR NOT NULL, business_date VARCHAR NOT NULL, order_count BIGINT NOT NULL,
+        line_count BIGINT NOT NULL, units BIGINT NOT NULL, amount_minor BIGINT NOT NULL,
+        cost_minor BIGINT NOT NULL, gross_profit_minor BIGINT NOT NULL,
+        publication_version BIGINT NOT NULL, as_of_load_date VARCHAR NOT NULL,
+        certified_at TIMESTAMPTZ NOT NULL)""",
+    """CREATE TABLE publications (
+        asset VARCHAR NOT NULL, partition_key VARCHAR NOT NULL, version BIGINT NOT NULL,
+        as_of_load_date VARCHAR NOT NULL, content_sha256 VARCHAR NOT NULL, checks VARCHAR,
+        certified_at TIMESTAMPTZ NOT NULL, run_id VARCHAR, reason VARCHAR,
+        PRIMARY KEY (asset, partition_key, version))""",
+    """CREATE TABLE partition_status (
+        asset VARCHAR NOT NULL, partition_key VARCHAR NOT NULL, status VARCHAR NOT NULL,
+        reason VARCHAR, last_good_version BIGINT, last_good_sha256 VARCHAR,
+        updated_at TIMESTAMPTZ NOT NULL, PRIMARY KEY (asset, partition_key))""",
+    "CREATE TABLE pointers (name VARCHAR PRIMARY KEY, value VARCHAR NOT NULL)",
+    "CREATE TABLE sensor_cursors (name VARCHAR PRIMARY KEY, cursor VARCHAR NOT NULL)",
+    """CREATE TABLE commit_markers (
+        operation_id VARCHAR PRIMARY KEY, kind VARCHAR NOT NULL, partition_key VARCHAR NOT NULL,
+        input_identity VARCHAR NOT NULL, committed_at TIMESTAMPTZ NOT NULL)""",
+    """CREATE MACRO orders_as_of(d) AS TABLE
+        SELECT order_id, line_no, store_id, customer_id, product_id,
+               CAST(business_date AS DATE) AS business_date, quantity, amount_minor, cost_minor,
+               status, version, source_seq, CAST(load_date AS DATE) AS load_date
+        FROM order_history WHERE load_date <= CAST(d AS VARCHAR)
+        QUALIFY row_number() OVER (PARTITION BY order_id, line_no ORDER BY load_date DESC) = 1""",
+    """CREATE MACRO customers_as_of(d) AS TABLE
+        SELECT customer_id, name, segment, status, version, source_seq,
+               CAST(load_date AS DATE) AS load_date
+        FROM customer_history WHERE load_date <= CAST(d AS VARCHAR)
+        QUALIFY row_number() OVER (PARTITION BY customer_id ORDER BY load_date DESC) = 1""",
+    """CREATE VIEW current_orders AS SELECT * FROM orders_as_of(
+        (SELECT coalesce(max(value), '') FROM pointers WHERE name = 'published_load_date'))""",
+    """CREATE VIEW current_customers AS SELECT * FROM customers_as_of(
+        (SELECT coalesce(max(value), '') FROM pointers WHERE name = 'published_load_date'))""",
+    """CREATE VIEW daily_aggregates AS
+        SELECT store_id, CAST(business_date AS DATE) AS business_date, order_count, line_count,
+               units, amount_minor, cost_minor, gross_profit_minor, publication_version,
+               CAST(as_of_load_date AS DATE) AS as_of_load_date, certified_at
+        FROM aggregate_versions a
+        WHERE publication_version = (SELECT max(version) FROM publications p
+            WHERE p.asset = 'daily_aggregates' AND p.partition_key = a.business_date)""",
+]
+
+MIGRATIONS: list[tuple[int, list[str]]] = [(1, _V1)]

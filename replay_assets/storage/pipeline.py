@@ -1,0 +1,233 @@
+"""The use cases both shells call (Dagster assets and the CLI): decide, land, apply, publish,
+resolve. Reads the landing area and the warehouse, asks the core, writes through storage."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import duckdb
+
+from replay_assets.core.config import Settings
+from replay_assets.core.errors import ErrorCode, ReplayError
+from replay_assets.core.events import ValidationContext, canonical_json, sha256_text
+from replay_assets.core.manifest import Manifest
+from replay_assets.core.plan import DatePlan, DateStatus, WarehouseFacts, next_to_apply, plan_load_dates
+from replay_assets.storage import landing_area
+from replay_assets.storage.apply import ApplyResult, Mode, apply_load_date
+from replay_assets.storage.landing import Landed, land_batch
+from replay_assets.storage.publish import Published, advance_pointer, publish_aggregates
+from replay_assets.storage.status import Status, set_status
+from replay_assets.storage.warehouse import Warehouse, one
+
+APPLICABLE = frozenset({DateStatus.READY, DateStatus.RESTATE, DateStatus.APPLIED})
+STATUS_OF = {
+    DateStatus.BLOCKED_UPSTREAM: Status.BLOCKED_UPSTREAM,
+    DateStatus.MISSING: Status.MISSING,
+    DateStatus.BLOCKED: Status.BLOCKED,
+    DateStatus.DELAYED: Status.DELAYED,
+    DateStatus.LATE_DELIVERY: Status.LATE_DELIVERY,
+}
+
+
+def real_now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+@dataclass(frozen=True)
+class Decision:
+    plans: list[DatePlan]
+    next: DatePlan | None
+    unreadable: list[str]  # manifests that cannot be read, each naming its file and reason
+
+
+class Pipeline:
+    def __init__(self, settings: Settings, clock: Callable[[], dt.datetime] = real_now) -> None:
+        self.settings = settings
+        self.clock = clock
+        self.warehouse = Warehouse(settings.home, settings.lock_timeout_seconds)
+
+    def now(self) -> dt.datetime:
+        return self.settings.now(self.clock())
+
+    def _scan(self) -> tuple[dict[str, landing_area.Seen], list[str]]:
+        seen = landing_area.scan(self.settings.landing, self.settings.limits)
+        unreadable = [f"{s.path.relative_to(self.settings.landing)}: {s.error}" for s in seen if s.error]
+        return {s.manifest.batch_id: s for s in seen if s.manifest}, unreadable
+
+    def _decide(self, con: duckdb.DuckDBPyConnection) -> tuple[Decision, dict[str, landing_area.Seen]]:
+        by_batch, unreadable = self._scan()
+        now = self.now()
+        deliveries = [landing_area.to_delivery(s, now, self.settings.limits) for s in by_batch.values()]
+        window = (self.settings.load_date_start, now.date().isoformat())
+        plans = plan_load_dates(deliveries, warehouse_facts(con), window, self.settings.sources)
+        return Decision(plans, next_to_apply(plans), unreadable), by_batch
+
+    def decide(self, timeout: float | None = None) -> Decision:
+        """What applies next and why the rest waits; ``timeout=0`` for sensors (never wait)."""
+        with self.warehouse.connect(timeout) as con:
+            return self._decide(con)[0]
+
+    def land(self, load_date: str) -> list[Landed]:
+        """Verify every active batch of the load date (sha256, counts), then land them all; a
+        mismatch records BLOCKED_UPSTREAM naming the file and lands nothing."""
+        with self.warehouse.transaction() as con:
+            decision, by_batch = self._decide(con)
+            plan = _plan_for(decision, load_date)
+            if plan.status not in APPLICABLE:
+                raise ReplayError(
+                    ErrorCode.NOT_READY, f"load date {load_date} is {plan.status}: {plan.reason}"
+                )
+            verified = []
+            for delivery in plan.batches:
+                manifest = by_batch[delivery.batch_id].manifest
+                assert manifest is not None
+                files, problem = landing_area.read_verified(by_batch[delivery.batch_id].path.parent, manifest)
+                if problem:
+                    problem = f"batch {delivery.batch_id}: {problem}"
+                    _record_attempt(con, plan, Status.BLOCKED_UPSTREAM, problem, self.now())
+                    break
+                verified.append((manifest, files))
+            else:
+                return [
+                    land_batch(con, m, files, self.validation_context(m), self.now()) for m, files in verified
+                ]
+        raise ReplayError(ErrorCode.NOT_READY, f"load date {load_date}: {problem}")
+
+    def validation_context(self, manifest: Manifest) -> ValidationContext:
+        return ValidationContext(
+            dt.date.fromisoformat(self.settings.business_date_start),
+            self.settings.business_date_end(self.now()),
+            manifest.seq_low,
+            manifest.seq_high,
+            self.settings.limits.line_bytes,
+        )
+
+    def apply(self, load_date: str, run_id: str | None, sealed_ok: bool = False) -> ApplyResult:
+        """Fold one landed load date; BLOCKED evidence is committed before the error is raised."""
+        with self.warehouse.transaction() as con:
+            decision, _ = self._decide(con)
+            plan = _plan_for(decision, load_date)
+            allowed = APPLICABLE | ({DateStatus.LATE_DELIVERY} if sealed_ok else set())
+            if plan.status not in allowed:
+                raise ReplayError(
+                    ErrorCode.NOT_READY, f"load date {load_date} is {plan.status}: {plan.reason}"
+                )
+            _require_landed(con, plan)
+            first = decision.plans[0].load_date
+            result = apply_load_date(con, plan, first, run_id, self.now(), sealed_ok)
+            if result.status != Mode.BLOCKED and not result.affected_business_dates:
+                advance_pointer(con, run_id, self.now())
+        if result.status == Mode.BLOCKED:
+            raise ReplayError(ErrorCode.BATCH_BLOCKED, f"load date {load_date}: {result.reasons[0]}")
+        return result
+
+    def publish(self, business_dates: list[str], run_id: str | None) -> list[Published]:
+        with self.warehouse.transaction() as con:
+            return publish_aggregates(con, business_dates, run_id, self.now())
+
+    def pending_restatements(self, timeout: float | None = None) -> tuple[list[tuple[str, str]], str]:
+        """Contiguous ranges of business dates with queued groups, and a key for the queue state."""
+        with self.warehouse.connect(timeout) as con:
+            rows = con.execute("""
+                SELECT business_date, store_id, load_date, CAST(queued_at AS VARCHAR)
+                FROM restatement_queue WHERE released_at IS NULL
+                  AND load_date <= (SELECT max(load_date) FROM load_dates)
+                ORDER BY 1, 2, 3""").fetchall()
+        dates = sorted({r[0] for r in rows})
+        return contiguous_ranges(dates), sha256_text(canonical_json([list(r) for r in rows]))
+
+    def resolve(self, batch_id: str, note: str, operator: str) -> None:
+        """Operator decision to skip a blocked batch (audited); its load date can then apply."""
+        with self.warehouse.transaction() as con:
+            decision, by_batch = self._decide(con)
+            known = one(con, "SELECT 1 FROM manifests WHERE batch_id = ?", [batch_id])
+            if batch_id not in by_batch and not known:
+                raise ReplayError(ErrorCode.UNKNOWN_BATCH, f"no delivery with batch id {batch_id}")
+            day = by_batch[batch_id].manifest.load_date if batch_id in by_batch else None  # type: ignore[union-attr]
+            if day is not None and _plan_for(decision, day).status is DateStatus.APPLIED:
+                raise ReplayError(ErrorCode.USAGE, f"batch {batch_id} belongs to an applied load date")
+            con.execute(
+                "INSERT OR REPLACE INTO batch_resolutions VALUES (?, 'skip', ?, ?, ?)",
+                [batch_id, note, operator, self.now()],
+            )
+            con.execute("UPDATE reconciliation SET status = 'SKIPPED' WHERE batch_id = ?", [batch_id])
+
+    def record_plan_status(self) -> Decision:
+        """Write the live status of every waiting load date (MISSING, DELAYED, ...)."""
+        with self.warehouse.transaction() as con:
+            decision, _ = self._decide(con)
+            for plan in decision.plans:
+                if plan.status in STATUS_OF:
+                    set_status(
+                        con,
+                        "current_orders",
+                        [plan.load_date],
+                        STATUS_OF[plan.status],
+                        plan.reason,
+                        self.now(),
+                    )
+            return decision
+
+
+LATEST_ATTEMPTS = """
+    SELECT load_date, identity, status, reason FROM load_date_attempts
+    QUALIFY row_number() OVER (PARTITION BY load_date, identity ORDER BY attempted_at DESC) = 1"""
+
+
+def warehouse_facts(con: duckdb.DuckDBPyConnection) -> WarehouseFacts:
+    applied = dict(con.execute("SELECT load_date, identity FROM load_dates").fetchall())
+    blocked = {(d, i): (DateStatus(s), r) for d, i, s, r in con.execute(LATEST_ATTEMPTS).fetchall()}
+    skipped = frozenset(r[0] for r in con.execute("SELECT batch_id FROM batch_resolutions").fetchall())
+    landed = dict(con.execute("SELECT batch_id, manifest_sha256 FROM manifests").fetchall())
+    return WarehouseFacts(applied, blocked, skipped, landed)
+
+
+def contiguous_ranges(dates: list[str]) -> list[tuple[str, str]]:
+    """Group sorted ISO dates into runs of consecutive days."""
+    ranges: list[tuple[str, str]] = []
+    for day in dates:
+        if ranges and dt.date.fromisoformat(ranges[-1][1]) + dt.timedelta(days=1) == dt.date.fromisoformat(
+            day
+        ):
+            ranges[-1] = (ranges[-1][0], day)
+        else:
+            ranges.append((day, day))
+    return ranges
+
+
+def _plan_for(decision: Decision, load_date: str) -> DatePlan:
+    for plan in decision.plans:
+        if plan.load_date == load_date:
+            return plan
+    raise ReplayError(ErrorCode.NOT_READY, f"load date {load_date} has no delivery")
+
+
+def _not_applicable(plan: DatePlan) -> str | None:
+    return None if plan.status in APPLICABLE else f"{plan.status}: {plan.reason}"
+
+
+def _record_attempt(
+    con: duckdb.DuckDBPyConnection, plan: DatePlan, status: Status, reason: str, now: dt.datetime
+) -> None:
+    con.execute(
+        "INSERT INTO load_date_attempts VALUES (?, ?, ?, ?, ?)",
+        [plan.load_date, plan.identity, status.value, reason, now],
+    )
+    set_status(con, "current_orders", [plan.load_date], status, reason, now)
+
+
+def _require_landed(con: duckdb.DuckDBPyConnection, plan: DatePlan) -> None:
+    landed = {
+        r[0]
+        for r in con.execute(
+            "SELECT batch_id FROM manifests WHERE load_date = ?", [plan.load_date]
+        ).fetchall()
+    }
+    missing = [b.batch_id for b in plan.batches if b.batch_id not in landed]
+    if missing:
+        raise ReplayError(
+            ErrorCode.NOT_READY,
+            f"batch {missing[0]} of load date {plan.load_date} is not landed: materialize raw_receipts first",
+        )

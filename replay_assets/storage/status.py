@@ -1,0 +1,53 @@
+"""Partition status per asset (SPEC 7): one row per (asset, partition), with the reason."""
+
+from __future__ import annotations
+
+import datetime as dt
+import enum
+from collections.abc import Iterable
+
+import duckdb
+
+
+class Status(enum.StrEnum):
+    CERTIFIED = "CERTIFIED"
+    RESTATED = "RESTATED"
+    PENDING_RESTATEMENT = "PENDING_RESTATEMENT"
+    FAILED_CANDIDATE = "FAILED_CANDIDATE"
+    SUSPECT = "SUSPECT"
+    BLOCKED_UPSTREAM = "BLOCKED_UPSTREAM"
+    BLOCKED = "BLOCKED"
+    MISSING = "MISSING"
+    DELAYED = "DELAYED"
+    LATE_DELIVERY = "LATE_DELIVERY"
+
+
+def set_status(
+    con: duckdb.DuckDBPyConnection,
+    asset: str,
+    keys: Iterable[str],
+    status: Status,
+    reason: str,
+    now: dt.datetime,
+    last_good: tuple[int, str] | None = None,
+) -> None:
+    """Upsert the status of partitions; the last good version is kept unless a new one is given."""
+    for key in keys:
+        con.execute(
+            """INSERT INTO partition_status VALUES (?, ?, ?, ?, ?, ?, ?)
+               ON CONFLICT (asset, partition_key) DO UPDATE SET status = excluded.status,
+                 reason = excluded.reason, updated_at = excluded.updated_at,
+                 last_good_version = coalesce(excluded.last_good_version,
+                                              partition_status.last_good_version),
+                 last_good_sha256 = coalesce(excluded.last_good_sha256,
+                                             partition_status.last_good_sha256)""",
+            [
+                asset,
+                key,
+                status.value,
+                reason,
+                last_good[0] if last_good else None,
+                last_good[1] if last_good else None,
+                now,
+            ],
+        )

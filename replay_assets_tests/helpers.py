@@ -1,0 +1,38 @@
+"""Test helpers: settings for a temporary home, a Dagster-free driver of the pipeline."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+from replay_assets.core.config import Settings
+from replay_assets.core.manifest import parse_instant
+from replay_assets.storage.pipeline import Pipeline
+
+
+def settings_for(home: Path, now: str, **extra: object) -> Settings:
+    return Settings(home=home, fixed_now=parse_instant(now, "now"), **extra)  # type: ignore[arg-type]
+
+
+def drive(pipeline: Pipeline) -> list[str]:
+    """Apply every ready load date and publish every queued restatement, like ``run`` does but
+    without Dagster; returns what it did, in order."""
+    done = []
+    while True:
+        decision = pipeline.decide()
+        if decision.next is not None:
+            day = decision.next.load_date
+            pipeline.land(day)
+            done.append(f"apply {day}: {pipeline.apply(day, None).status}")
+            continue
+        ranges, _ = pipeline.pending_restatements()
+        if not ranges:
+            return done
+        for start, end in ranges:
+            pipeline.publish(_days(start, end), None)
+            done.append(f"publish {start}..{end}")
+
+
+def _days(start: str, end: str) -> list[str]:
+    first, last = dt.date.fromisoformat(start), dt.date.fromisoformat(end)
+    return [(first + dt.timedelta(n)).isoformat() for n in range((last - first).days + 1)]
