@@ -14,7 +14,7 @@ from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.events import ValidationContext, canonical_json, sha256_text
 from replay_assets.core.manifest import Manifest
 from replay_assets.core.plan import DatePlan, DateStatus, WarehouseFacts, next_to_apply, plan_load_dates
-from replay_assets.storage import landing_area
+from replay_assets.storage import failpoints, landing_area
 from replay_assets.storage.apply import ApplyResult, Mode, apply_load_date
 from replay_assets.storage.landing import Landed, land_batch
 from replay_assets.storage.publish import Published, advance_pointer, publish_aggregates
@@ -119,6 +119,8 @@ class Pipeline:
             result = apply_load_date(con, plan, first, run_id, self.now(), sealed_ok)
             if result.status != Mode.BLOCKED and not result.affected_business_dates:
                 advance_pointer(con, run_id, self.now())
+            failpoints.hit(self.settings.fail_point, "apply.before_commit")
+        failpoints.hit(self.settings.fail_point, "apply.after_commit")
         if result.status == Mode.BLOCKED:
             raise ReplayError(ErrorCode.BATCH_BLOCKED, f"load date {load_date}: {result.reasons[0]}")
         return result
@@ -153,6 +155,15 @@ class Pipeline:
                 [batch_id, note, operator, self.now()],
             )
             con.execute("UPDATE reconciliation SET status = 'SKIPPED' WHERE batch_id = ?", [batch_id])
+
+    def cursor(self, sensor: str) -> str | None:
+        with self.warehouse.connect() as con:
+            row = one(con, "SELECT cursor FROM sensor_cursors WHERE name = ?", [sensor])
+        return str(row[0]) if row else None
+
+    def save_cursor(self, sensor: str, cursor: str) -> None:
+        with self.warehouse.transaction() as con:
+            con.execute("INSERT OR REPLACE INTO sensor_cursors VALUES (?, ?)", [sensor, cursor])
 
     def record_plan_status(self) -> Decision:
         """Write the live status of every waiting load date (MISSING, DELAYED, ...)."""

@@ -1,0 +1,44 @@
+"""Composition root: the only place that reads the environment and picks adapters."""
+
+from __future__ import annotations
+
+import os
+
+import dagster as dg
+
+from replay_assets.core.config import Settings, config_path, settings_from
+from replay_assets.defs.assets import build_assets
+from replay_assets.defs.resources import ReplayResource
+from replay_assets.defs.sensors import build_sensors
+
+
+def settings_from_environment(home: str | None = None) -> Settings:
+    path = config_path(os.environ, home)
+    text = path.read_text(encoding="utf-8") if path.exists() else None
+    return settings_from(os.environ, home, text)
+
+
+def build_definitions(settings: Settings) -> dg.Definitions:
+    assets = build_assets(settings)
+    apply_job = dg.define_asset_job(
+        "apply_load_date_job",
+        selection=["raw_receipts", "current_orders", "current_customers"],
+        description="Land and apply one load date.",
+    )
+    restate_job = dg.define_asset_job(
+        "restate_aggregates_job",
+        selection=["daily_aggregates"],
+        description="Recompute and publish the queued business dates.",
+    )
+    return dg.Definitions(
+        assets=assets,
+        jobs=[apply_job, restate_job],
+        sensors=build_sensors(apply_job.name, restate_job.name),
+        resources={"replay": ReplayResource.for_settings(settings)},
+        executor=dg.in_process_executor,
+    )
+
+
+@dg.definitions
+def defs() -> dg.Definitions:
+    return build_definitions(settings_from_environment())

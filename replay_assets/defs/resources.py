@@ -1,0 +1,50 @@
+"""The one resource assets and sensors use: the pipeline of a home (storage does the rest)."""
+
+import json
+
+import dagster as dg
+
+from replay_assets.core.config import Settings
+from replay_assets.core.manifest import parse_instant
+from replay_assets.storage.pipeline import Pipeline
+
+
+class ReplayResource(dg.ConfigurableResource):  # type: ignore[type-arg]
+    """Opens the home's warehouse through the storage layer, which owns locking and always
+    closes its connection (dagster-duckdb's resource leaks it when the body raises)."""
+
+    home: str
+    load_date_start: str
+    business_date_start: str
+    future_tolerance_days: int = 1
+    sources_json: str | None = None
+    fixed_now: str | None = None
+    fail_point: str | None = None
+
+    @classmethod
+    def for_settings(cls, s: Settings) -> "ReplayResource":
+        return cls(
+            home=str(s.home),
+            load_date_start=s.load_date_start,
+            business_date_start=s.business_date_start,
+            future_tolerance_days=s.future_tolerance_days,
+            sources_json=json.dumps(dict(s.sources)) if s.sources is not None else None,
+            fixed_now=s.fixed_now.isoformat() if s.fixed_now else None,
+            fail_point=s.fail_point,
+        )
+
+    def settings(self) -> Settings:
+        from pathlib import Path
+
+        return Settings(
+            home=Path(self.home),
+            load_date_start=self.load_date_start,
+            business_date_start=self.business_date_start,
+            future_tolerance_days=self.future_tolerance_days,
+            sources=json.loads(self.sources_json) if self.sources_json else None,
+            fixed_now=parse_instant(self.fixed_now, "fixed_now") if self.fixed_now else None,
+            fail_point=self.fail_point,
+        )
+
+    def pipeline(self) -> Pipeline:
+        return Pipeline(self.settings())

@@ -1,0 +1,154 @@
+"""The headless daemon: evaluate the sensors and execute what they request, in-process, on the
+home's Dagster instance, until nothing is pending (``replay-assets run``)."""
+
+import datetime as dt
+import fcntl
+import os
+import shutil
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import dagster as dg
+
+from replay_assets.core.config import Settings
+from replay_assets.core.errors import ErrorCode, ReplayError
+from replay_assets.defs.resources import ReplayResource
+from replay_assets.storage.pipeline import Pipeline
+
+SENSORS = ("source_manifest_sensor", "restatement_sensor")
+HEARTBEAT_FRESH_SECONDS = 60
+QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+PROJECT_INSTANCE_CONFIG = Path(__file__).resolve().parents[1] / "dagster.yaml"
+
+
+@dataclass
+class RunSummary:
+    runs: list[tuple[str, str, bool, float]] = field(default_factory=list)  # sensor, key, ok, secs
+    orphans_failed: int = 0
+
+    @property
+    def failed(self) -> list[str]:
+        return [key for _, key, ok, _ in self.runs if not ok]
+
+
+def instance_for(dagster_home: Path) -> dg.DagsterInstance:
+    """The home's persistent instance, created with the project's ``dagster.yaml``."""
+    dagster_home.mkdir(parents=True, exist_ok=True)
+    config = dagster_home / "dagster.yaml"
+    if not config.exists():
+        shutil.copyfile(PROJECT_INSTANCE_CONFIG, config)
+    return dg.DagsterInstance.from_config(str(dagster_home))
+
+
+@contextmanager
+def exclusive_run(home: Path) -> Iterator[None]:
+    """One ``run`` per home at a time (so a STARTED run found at start is truly orphaned)."""
+    home.mkdir(parents=True, exist_ok=True)
+    fd = os.open(home / "run.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ReplayError(
+                ErrorCode.DAEMON_RUNNING, "another `replay-assets run` is active on this home"
+            ) from None
+        yield
+    finally:
+        os.close(fd)
+
+
+def refuse_if_daemon(instance: dg.DagsterInstance) -> None:
+    now = time.time()
+    for name, beat in instance.get_daemon_heartbeats().items():
+        if now - beat.timestamp < HEARTBEAT_FRESH_SECONDS:
+            raise ReplayError(
+                ErrorCode.DAEMON_RUNNING,
+                f"the {name} daemon heartbeat is fresh: the daemon runs this instance",
+            )
+
+
+def fail_orphans(instance: dg.DagsterInstance) -> int:
+    """Runs left STARTED by a killed process: mark failed and free their pool slots."""
+    orphans = instance.get_runs(
+        filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.STARTING])
+    )
+    for run in orphans:
+        instance.report_run_failed(run, "orphaned: its process died; marked failed by replay-assets run")
+        instance.event_log_storage.free_concurrency_slots_for_run(run.run_id)
+    return len(orphans)
+
+
+def run_pending(
+    defs: dg.Definitions,
+    instance: dg.DagsterInstance,
+    pipeline: Pipeline,
+    progress: Callable[[str], None] = lambda _: None,
+    max_runs: int = 10_000,
+) -> RunSummary:
+    """Evaluate the sensors and execute their requests until none is left. Pending work comes
+    from the warehouse; a request that already failed in this invocation is not retried."""
+    summary = RunSummary(orphans_failed=fail_orphans(instance))
+    tried: set[str] = set()
+    resource = ReplayResource.for_settings(pipeline.settings)
+    while len(summary.runs) < max_runs:
+        requests = [
+            (name, rr) for name in SENSORS for rr in _evaluate(defs, instance, pipeline, resource, name)
+        ]
+        fresh = [(name, rr) for name, rr in requests if rr.run_key not in tried]
+        if not fresh:
+            return summary
+        name, request = fresh[0]
+        tried.add(str(request.run_key))
+        summary.runs.append(_execute(defs, instance, name, request, progress))
+    return summary
+
+
+def _evaluate(
+    defs: dg.Definitions,
+    instance: dg.DagsterInstance,
+    pipeline: Pipeline,
+    resource: ReplayResource,
+    name: str,
+) -> list[dg.RunRequest]:
+    sensor = defs.resolve_sensor_def(name)
+    cursor = pipeline.cursor(name)
+    with dg.build_sensor_context(
+        instance=instance, cursor=cursor, resources={"replay": resource}, sensor_name=name
+    ) as context:
+        result = sensor(context)
+    if isinstance(result, dg.SensorResult):
+        if result.cursor is not None and result.cursor != cursor:
+            pipeline.save_cursor(name, result.cursor)
+        return list(result.run_requests or [])
+    return []
+
+
+def _execute(
+    defs: dg.Definitions,
+    instance: dg.DagsterInstance,
+    sensor_name: str,
+    request: dg.RunRequest,
+    progress: Callable[[str], None],
+) -> tuple[str, str, bool, float]:
+    job = defs.resolve_job_def(str(defs.resolve_sensor_def(sensor_name).job_name))
+    tags = {**request.tags, "dagster/sensor_name": sensor_name, "dagster/run_key": str(request.run_key)}
+    started = time.monotonic()
+    result = job.execute_in_process(
+        run_config=QUIET, instance=instance, partition_key=request.partition_key, tags=tags,
+        raise_on_error=False,
+    )
+    seconds = time.monotonic() - started
+    label = str(request.run_key).rsplit(":", 1)[0]
+    progress(f"{label:<40} {'ok' if result.success else 'FAILED':<7} {seconds:6.2f} s")
+    return sensor_name, str(request.run_key), result.success, seconds
+
+
+def utc_now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+def settings_dagster_home(settings: Settings, env_value: str | None) -> Path:
+    return Path(env_value) if env_value else settings.dagster_home
