@@ -20,7 +20,8 @@ from replay_assets.storage.pipeline import Pipeline
 
 SENSORS = ("source_manifest_sensor", "restatement_sensor")
 HEARTBEAT_FRESH_SECONDS = 60
-QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+# Failures are reported by the summary; their traces stay in the run's event log for the UI.
+QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 PROJECT_INSTANCE_CONFIG = Path(__file__).resolve().parents[1] / "dagster.yaml"
 
 
@@ -137,7 +138,10 @@ def _execute(
     tags = {**request.tags, "dagster/sensor_name": sensor_name, "dagster/run_key": str(request.run_key)}
     started = time.monotonic()
     result = job.execute_in_process(
-        run_config=QUIET, instance=instance, partition_key=request.partition_key, tags=tags,
+        run_config=QUIET,
+        instance=instance,
+        partition_key=request.partition_key,
+        tags=tags,
         raise_on_error=False,
     )
     seconds = time.monotonic() - started

@@ -1,0 +1,155 @@
+"""``replay-assets``: exit 0 ok, 1 something is blocked or failed (and it says what), 2 usage."""
+
+import argparse
+import getpass
+import os
+import sys
+import tempfile
+import time
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+
+import dagster as dg
+
+from replay_assets.core.adapters import Adapter, adapt_lines
+from replay_assets.core.errors import ReplayError
+from replay_assets.core.events import sha256_text
+from replay_assets.core.plan import DateStatus
+from replay_assets.definitions import settings_from_environment
+from replay_assets.session import Session
+from replay_assets.storage import exports
+from replay_assets.storage.landing_area import write_delivery
+
+PROBLEMS = frozenset(
+    {
+        DateStatus.BLOCKED,
+        DateStatus.BLOCKED_UPSTREAM,
+        DateStatus.MISSING,
+        DateStatus.DELAYED,
+        DateStatus.LATE_DELIVERY,
+        DateStatus.OUT_OF_RANGE,
+    }
+)
+
+
+def _session(args: argparse.Namespace) -> Session:
+    settings = settings_from_environment(args.home)
+    dagster_home = os.environ.get("DAGSTER_HOME")
+    return Session(settings, Path(dagster_home) if dagster_home else settings.dagster_home)
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from replay_assets.demo import seed000_demo, seed001_demo
+
+    started = time.monotonic()
+    root = Path(args.home) if args.home else Path(tempfile.mkdtemp(prefix="replay-assets-demo-"))
+    seed000_demo(root / "seed000", print)
+    print()
+    seed001_demo(root / "seed001", print)
+    print(f"\ndemo homes under {root}; {time.monotonic() - started:.1f} s")
+    return 0
+
+
+def cmd_land(args: argparse.Namespace) -> int:
+    settings = settings_from_environment(args.home)
+    lines = Path(args.file).read_text(encoding="utf-8").splitlines()
+    lines = adapt_lines(Adapter(args.adapter), lines)
+    batch_id = args.batch_id or f"B{sha256_text(chr(10).join(lines))[:24]}"
+    ready_at = args.ready_at or f"{args.load_date}T00:00:00Z"
+    path = write_delivery(settings.landing, args.source, args.load_date, batch_id, lines, ready_at)
+    print(f"landed {len(lines)} lines as batch {batch_id}: {path}")
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    session = _session(args)
+    summary = session.run(progress=print)
+    decision = session.pipeline.record_plan_status()
+    problems = [p for p in decision.plans if p.status in PROBLEMS]
+    applied = sum(1 for p in decision.plans if p.status is DateStatus.APPLIED)
+    print(
+        f"{len(summary.runs)} runs, {len(summary.failed)} failed; {applied} load dates applied; "
+        f"{summary.orphans_failed} orphaned runs marked failed"
+    )
+    for p in problems:
+        print(f"  {p.load_date} {p.status}: {p.reason}")
+    for text in decision.unreadable:
+        print(f"  unreadable manifest {text}")
+    session.close()
+    return 1 if problems or summary.failed or decision.unreadable else 0
+
+
+def cmd_resolve(args: argparse.Namespace) -> int:
+    session = _session(args)
+    session.pipeline.resolve(args.batch_id, args.note, getpass.getuser())
+    print(f"batch {args.batch_id}: skip recorded; run `replay-assets run` to apply its load date")
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    session = _session(args)
+    with session.pipeline.warehouse.connect() as con:
+        frame = exports.table(con, args.table, args.as_of)
+    exports.write(frame, args.format, args.output, sys.stdout)
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    session = _session(args)
+    decision = session.pipeline.record_plan_status()
+    with session.pipeline.warehouse.connect() as con:
+        frame = exports.table(con, "partition_status", None)
+    exports.write(frame, "jsonl" if args.json else "csv", None, sys.stdout)
+    return 1 if any(p.status in PROBLEMS for p in decision.plans) else 0
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="replay-assets", description=__doc__)
+    sub = top.add_subparsers(dest="command", required=True)
+
+    def add(name: str, help_text: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_text)
+        p.add_argument("--home", help="home folder (default $REPLAY_ASSETS_HOME, else data/)")
+        return p
+
+    add("demo", "run every seed scenario through the Dagster definitions").set_defaults(fn=cmd_demo)
+    p = add("land", "write a delivery and its manifest into the landing area")
+    p.add_argument("file")
+    p.add_argument("--source", required=True)
+    p.add_argument("--load-date", required=True)
+    p.add_argument("--batch-id")
+    p.add_argument("--ready-at")
+    p.add_argument("--adapter", choices=[a.value for a in Adapter], default="native")
+    p.set_defaults(fn=cmd_land)
+    add("run", "apply everything pending, like the daemon, then report").set_defaults(fn=cmd_run)
+    p = add("resolve", "operator decision on a blocked batch (audited)")
+    p.add_argument("--batch-id", required=True)
+    p.add_argument("--action", choices=["skip"], required=True)
+    p.add_argument("--note", required=True)
+    p.set_defaults(fn=cmd_resolve)
+    p = add("export", "write a consumer table")
+    p.add_argument("table", choices=sorted(exports.TABLES))
+    p.add_argument("--as-of", help="a load date (current_orders, current_customers)")
+    p.add_argument("--format", choices=["csv", "jsonl", "parquet"], default="csv")
+    p.add_argument("--output", help="file to write (required for parquet)")
+    p.set_defaults(fn=cmd_export)
+    p = add("status", "partition status per asset")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(fn=cmd_status)
+    return top
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    warnings.filterwarnings("ignore", category=dg.BetaWarning)
+    warnings.filterwarnings("ignore", category=dg.PreviewWarning)
+    args = parser().parse_args(argv)
+    try:
+        return int(args.fn(args))
+    except ReplayError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2 if error.code == "REPLAY_USAGE" else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

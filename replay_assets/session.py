@@ -1,0 +1,68 @@
+"""A home with its pipeline, Dagster definitions and instance: what the CLI and demo drive."""
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import dagster as dg
+
+from replay_assets.core.config import Settings
+from replay_assets.definitions import build_definitions
+from replay_assets.runner import RunSummary, exclusive_run, instance_for, refuse_if_daemon, run_pending
+from replay_assets.storage.pipeline import Pipeline
+from replay_assets.storage.warehouse import query_frame
+
+
+@dataclass
+class Session:
+    settings: Settings
+    dagster_home: Path
+    pipeline: Pipeline = field(init=False)
+    _defs: dg.Definitions | None = field(default=None, init=False)
+    _instance: dg.DagsterInstance | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        self.pipeline = Pipeline(self.settings)
+
+    @property
+    def defs(self) -> dg.Definitions:
+        if self._defs is None:
+            self._defs = build_definitions(self.settings)
+        return self._defs
+
+    @property
+    def instance(self) -> dg.DagsterInstance:
+        if self._instance is None:
+            self._instance = instance_for(self.dagster_home)
+        return self._instance
+
+    def run(self, progress: Callable[[str], None] = lambda _: None) -> RunSummary:
+        with exclusive_run(self.settings.home):
+            refuse_if_daemon(self.instance)
+            return run_pending(self.defs, self.instance, self.pipeline, progress)
+
+    def run_in_subprocess(self, fail_point: str | None = None) -> int:
+        """``replay-assets run`` in a child process (crash tests kill it at ``fail_point``)."""
+        env = {
+            **os.environ,
+            "REPLAY_ASSETS_HOME": str(self.settings.home),
+            "DAGSTER_HOME": str(self.dagster_home),
+        }
+        if self.settings.fixed_now:
+            env["REPLAY_ASSETS_NOW"] = self.settings.fixed_now.isoformat()
+        if fail_point:
+            env["REPLAY_ASSETS_FAIL_POINT"] = fail_point
+        cmd = [sys.executable, "-m", "replay_assets.cli", "run", "--home", str(self.settings.home)]
+        return subprocess.run(cmd, env=env, capture_output=True, check=False).returncode
+
+    def query(self, sql: str, params: list[object] | None = None) -> list[dict[str, object]]:
+        with self.pipeline.warehouse.connect() as con:
+            return query_frame(con, sql, params).to_dicts()
+
+    def close(self) -> None:
+        if self._instance is not None:
+            self._instance.dispose()
+            self._instance = None
