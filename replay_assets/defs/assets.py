@@ -73,7 +73,7 @@ def build_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         in one transaction; refuses a load date whose predecessor is not applied."""
         pipeline = replay.pipeline()
         try:
-            result = pipeline.apply(context.partition_key, context.run_id)
+            result = pipeline.apply(context.partition_key, context.run.run_id)
         except ReplayError as error:
             raise _fail(error) from error
         failpoints.hit(pipeline.settings.fail_point, "state.after_commit")
@@ -103,7 +103,7 @@ def build_assets(settings: Settings) -> list[dg.AssetsDefinition]:
     def daily_aggregates(context: dg.AssetExecutionContext, replay: ReplayResource) -> dg.MaterializeResult:
         """Per store and business date over active lines, recomputed from state as of the latest
         applied load date; a new version is published only when the content changed."""
-        published = replay.pipeline().publish(list(context.partition_keys), context.run_id)
+        published = replay.pipeline().publish(list(context.partition_keys), context.run.run_id)
         return dg.MaterializeResult(
             metadata={
                 "business_dates": len(published),

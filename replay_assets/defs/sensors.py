@@ -21,7 +21,7 @@ def build_sensors(apply_job: str, restate_job: str) -> list[dg.SensorDefinition]
             decision = replay.pipeline().decide(timeout=0)
         except ReplayError as error:
             if error.code is ErrorCode.WAREHOUSE_BUSY:
-                return dg.SkipReason(f"{error.message}; trying again next tick")
+                return dg.SkipReason(f"{error}; trying again next tick")
             raise
         cursor = sha256_text(canonical_json([[p.load_date, p.status, p.identity] for p in decision.plans]))
         waiting = [
@@ -51,7 +51,7 @@ def build_sensors(apply_job: str, restate_job: str) -> list[dg.SensorDefinition]
             ranges, state_key = replay.pipeline().pending_restatements(timeout=0)
         except ReplayError as error:
             if error.code is ErrorCode.WAREHOUSE_BUSY:
-                return dg.SkipReason(f"{error.message}; trying again next tick")
+                return dg.SkipReason(f"{error}; trying again next tick")
             raise
         if not ranges:
             return dg.SensorResult(skip_reason="no queued restatements", cursor=state_key)

@@ -71,7 +71,7 @@ class Warehouse:
                 if time.monotonic() >= deadline:
                     raise ReplayError(
                         ErrorCode.WAREHOUSE_BUSY,
-                        f"another process holds {self.lock_path.name} (waited {timeout:g} s)",
+                        f"another connection holds {self.lock_path.name} (waited {timeout:g} s)",
                     ) from None
                 time.sleep(POLL_SECONDS)
 

@@ -1,0 +1,95 @@
+"""The Dagster shell: graph, partitions, sensors and materializations against a real home."""
+
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from replay_assets.core.errors import ErrorCode
+from replay_assets.definitions import build_definitions
+from replay_assets.defs.assets import build_assets
+from replay_assets.defs.resources import ReplayResource
+from replay_assets.scenarios import seed001
+from replay_assets.storage.landing_area import write_delivery
+from replay_assets_tests.helpers import settings_for
+
+
+@pytest.fixture
+def settings(tmp_path: Path):  # type: ignore[no-untyped-def]
+    return settings_for(tmp_path, seed001.NOW)
+
+
+def test_graph_wires_state_to_itself_and_aggregates_to_the_last_load_date(settings) -> None:  # type: ignore[no-untyped-def]
+    defs = build_definitions(settings)
+    state = defs.resolve_assets_def("current_orders")
+    self_map = state.get_partition_mapping_for_dep(dg.AssetKey("current_orders"))
+    assert self_map == dg.TimeWindowPartitionMapping(start_offset=-1, end_offset=-1)
+    assert dg.AssetKey("raw_receipts") in state.asset_deps[dg.AssetKey("current_orders")]
+    daily = defs.resolve_assets_def("daily_aggregates")
+    assert isinstance(
+        daily.get_partition_mapping_for_dep(dg.AssetKey("current_orders")), dg.LastPartitionMapping
+    )
+    assert state.keys == {dg.AssetKey("current_orders"), dg.AssetKey("current_customers")}
+
+
+def test_two_partition_definitions_with_their_offsets(settings) -> None:  # type: ignore[no-untyped-def]
+    defs = build_definitions(settings)
+    load = defs.resolve_assets_def("raw_receipts").partitions_def
+    business = defs.resolve_assets_def("daily_aggregates").partitions_def
+    assert isinstance(load, dg.DailyPartitionsDefinition) and load.end_offset == 1
+    assert isinstance(business, dg.DailyPartitionsDefinition)
+    assert business.end_offset == 1 + settings.future_tolerance_days
+    assert load.start.date().isoformat() == settings.load_date_start
+
+
+def evaluate(defs: dg.Definitions, name: str, settings) -> dg.SensorResult | dg.SkipReason:  # type: ignore[no-untyped-def]
+    sensor = defs.resolve_sensor_def(name)
+    resources = {"replay": ReplayResource.for_settings(settings)}
+    with dg.build_sensor_context(resources=resources, sensor_name=name) as context:
+        return sensor(context)  # type: ignore[no-any-return]
+
+
+def test_manifest_sensor_requests_the_first_ready_date_with_a_content_key(settings) -> None:  # type: ignore[no-untyped-def]
+    seed001.deliver_baseline(settings.landing)
+    seed001.deliver_cdc(settings.landing, "B20260921-CDC-A", "2026-09-21", "2026-09-21T08:12:00Z")
+    result = evaluate(build_definitions(settings), "source_manifest_sensor", settings)
+    assert isinstance(result, dg.SensorResult)
+    [request] = result.run_requests or []
+    assert request.partition_key == "2026-09-20"  # never 09-21 before 09-20 is applied
+    assert request.run_key and request.run_key.startswith("apply:2026-09-20:")
+    assert request.tags["replay/lane"] == "current"
+    again = evaluate(build_definitions(settings), "source_manifest_sensor", settings)
+    assert isinstance(again, dg.SensorResult) and again.run_requests[0].run_key == request.run_key
+
+
+def test_manifest_sensor_names_the_file_that_is_not_ready(settings) -> None:  # type: ignore[no-untyped-def]
+    write_delivery(settings.landing, "erp", "2026-09-20", "B-LATE", [], "2026-09-30T00:00:00Z")
+    result = evaluate(build_definitions(settings), "source_manifest_sensor", settings)
+    assert isinstance(result, dg.SensorResult) and not result.run_requests
+    assert "BLOCKED_UPSTREAM" in str(result.skip_reason) and "B-LATE.manifest.json" in str(result.skip_reason)
+
+
+def test_sensors_skip_the_tick_while_the_warehouse_is_busy(settings) -> None:  # type: ignore[no-untyped-def]
+    seed001.deliver_baseline(settings.landing)
+    defs = build_definitions(settings)
+    from replay_assets.storage.warehouse import Warehouse
+
+    with Warehouse(settings.home).connect():
+        for name in ("source_manifest_sensor", "restatement_sensor"):
+            result = evaluate(defs, name, settings)
+            assert isinstance(result, dg.SkipReason) and ErrorCode.WAREHOUSE_BUSY in str(result.skip_message)
+
+
+def test_materializing_a_load_date_before_its_predecessor_is_refused(settings) -> None:  # type: ignore[no-untyped-def]
+    seed001.deliver_baseline(settings.landing)
+    seed001.deliver_cdc(settings.landing, "B20260921-CDC-A", "2026-09-21", "2026-09-21T08:12:00Z")
+    assets = build_assets(settings)
+    resources = {"replay": ReplayResource.for_settings(settings)}
+    early = dg.materialize(assets[:2], partition_key="2026-09-21", resources=resources, raise_on_error=False)
+    assert not early.success
+    failure = early.get_step_failure_events()[0].step_failure_data.error
+    assert failure is not None and ErrorCode.PREDECESSOR_NOT_APPLIED in failure.message
+    ok = dg.materialize(assets[:2], partition_key="2026-09-20", resources=resources)
+    assert ok.success
+    meta = ok.asset_materializations_for_node("current_state")[0].metadata
+    assert meta["controls (lines, orders, units, amount, cost, profit)"].value == "(8, 5, 10, 690, 425, 265)"

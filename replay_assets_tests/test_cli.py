@@ -1,0 +1,142 @@
+"""The command line, in-process with a temporary home; exit codes and printed evidence."""
+
+import json
+import time
+from pathlib import Path
+
+import dagster as dg
+import polars as pl
+import pytest
+from dagster._daemon.types import DaemonHeartbeat  # Dagster's own type for a daemon heartbeat
+
+from replay_assets.cli import main
+from replay_assets.runner import instance_for
+from replay_assets.scenarios import seed001
+from replay_assets.session import Session
+from replay_assets_tests.helpers import settings_for
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("REPLAY_ASSETS_NOW", seed001.NOW)
+    monkeypatch.delenv("DAGSTER_HOME", raising=False)
+    monkeypatch.delenv("REPLAY_ASSETS_FAIL_POINT", raising=False)
+    return tmp_path / "home"
+
+
+def lines_file(tmp_path: Path, events: list[dict]) -> Path:
+    path = tmp_path / "events.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
+    return path
+
+
+def test_land_run_export(home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    base = lines_file(tmp_path, seed001.baseline_events())
+    assert (
+        main(
+            [
+                "land",
+                str(base),
+                "--source",
+                "erp",
+                "--load-date",
+                "2026-09-20",
+                "--adapter",
+                "seed001",
+                "--ready-at",
+                "2026-09-20T08:00:00Z",
+                "--home",
+                str(home),
+            ]
+        )
+        == 0
+    )
+    assert main(["run", "--home", str(home)]) == 0
+    out = capsys.readouterr().out
+    assert "apply:2026-09-20" in out and "1 load dates applied" in out
+    assert main(["export", "current_orders", "--home", str(home), "--format", "jsonl"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert len(rows) == 8 and all(r["status"] == "active" for r in rows)
+    target = tmp_path / "daily.parquet"
+    assert (
+        main(
+            [
+                "export",
+                "daily_aggregates",
+                "--home",
+                str(home),
+                "--format",
+                "parquet",
+                "--output",
+                str(target),
+            ]
+        )
+        == 0
+    )
+    assert pl.read_parquet(target)["amount_minor"].sum() == 690
+    assert main(["export", "current_customers", "--as-of", "2026-09-19", "--home", str(home)]) == 0
+    assert capsys.readouterr().out.strip() == "customer_id,name,segment,status,version,source_seq,load_date"
+
+
+def test_run_exits_1_and_says_why_when_blocked_then_resolve(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    seed001.deliver_baseline(home / "landing")
+    seed001.deliver_breaking(home / "landing", "2026-09-21")
+    assert main(["run", "--home", str(home)]) == 1
+    out = capsys.readouterr().out
+    assert "2026-09-21 BLOCKED" in out and "schema_version" in out and "B20260923-CDC-D" in out
+    assert (
+        main(
+            [
+                "resolve",
+                "--batch-id",
+                "B20260923-CDC-D",
+                "--action",
+                "skip",
+                "--note",
+                "v2 later",
+                "--home",
+                str(home),
+            ]
+        )
+        == 0
+    )
+    assert main(["run", "--home", str(home)]) == 0
+    assert main(["status", "--json", "--home", str(home)]) == 0
+    statuses = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+    assert {s["status"] for s in statuses if s["asset"] == "current_orders"} == {"CERTIFIED"}
+
+
+def test_run_refuses_while_a_daemon_heartbeat_is_fresh(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    instance = instance_for(home / "dagster")
+    instance.add_daemon_heartbeat(DaemonHeartbeat(time.time(), "SENSOR", "other-host", []))
+    instance.dispose()
+    assert main(["run", "--home", str(home)]) == 1
+    assert "REPLAY_DAEMON_RUNNING" in capsys.readouterr().err
+
+
+def test_run_marks_a_killed_run_failed_and_frees_its_slots(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    session = Session(settings_for(home, seed001.NOW), home / "dagster")
+    seed001.deliver_baseline(session.settings.landing)
+    assert session.run_in_subprocess(fail_point="apply.before_commit") == -9
+    started = session.instance.get_runs(filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED]))
+    assert len(started) == 1
+    session.close()
+    assert main(["run", "--home", str(home)]) == 0
+    assert "1 orphaned runs marked failed" in capsys.readouterr().out
+    session = Session(settings_for(home, seed001.NOW), home / "dagster")
+    assert not session.instance.get_runs(filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED]))
+    assert session.query("SELECT count(*) AS n FROM load_dates")[0]["n"] == 1
+    session.close()
+
+
+def test_usage_errors_exit_2(home: Path) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["export", "no_such_table", "--home", str(home)])
+    assert exc.value.code == 2
+    assert main(["export", "daily_aggregates", "--format", "parquet", "--home", str(home)]) == 2
