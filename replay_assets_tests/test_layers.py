@@ -1,0 +1,32 @@
+"""The dependency direction of the house style, enforced: core < storage < defs/cli."""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "replay_assets"
+FORBIDDEN = {
+    "core": {"dagster", "duckdb", "replay_assets.storage", "replay_assets.defs", "os", "time", "subprocess"},
+    "storage": {"dagster", "replay_assets.defs", "replay_assets.cli"},
+}
+
+
+def imported_modules(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+    return names
+
+
+@pytest.mark.parametrize("layer", sorted(FORBIDDEN))
+def test_layer_imports_respect_the_direction(layer: str) -> None:
+    offenders = []
+    for path in sorted((PACKAGE / layer).glob("*.py")):
+        for name in imported_modules(path):
+            if any(name == bad or name.startswith(bad + ".") for bad in FORBIDDEN[layer]):
+                offenders.append(f"{path.name} imports {name}")
+    assert offenders == []
