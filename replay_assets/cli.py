@@ -2,6 +2,7 @@
 
 import argparse
 import getpass
+import hashlib
 import os
 import sys
 import tempfile
@@ -53,12 +54,19 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_land(args: argparse.Namespace) -> int:
     settings = settings_from_environment(args.home)
-    lines = Path(args.file).read_text(encoding="utf-8").splitlines()
-    lines = adapt_lines(Adapter(args.adapter), lines)
-    batch_id = args.batch_id or f"B{sha256_text(chr(10).join(lines))[:24]}"
+    source_file = Path(args.file)
     ready_at = args.ready_at or f"{args.load_date}T00:00:00Z"
-    path = write_delivery(settings.landing, args.source, args.load_date, batch_id, lines, ready_at)
-    print(f"landed {len(lines)} lines as batch {batch_id}: {path}")
+    if source_file.suffix == ".parquet":
+        data = source_file.read_bytes()
+        batch_id = args.batch_id or f"B{hashlib.sha256(data).hexdigest()[:24]}"
+        path = write_delivery(
+            settings.landing, args.source, args.load_date, batch_id, [], ready_at, parquet=data
+        )
+    else:
+        lines = adapt_lines(Adapter(args.adapter), source_file.read_text(encoding="utf-8").splitlines())
+        batch_id = args.batch_id or f"B{sha256_text(chr(10).join(lines))[:24]}"
+        path = write_delivery(settings.landing, args.source, args.load_date, batch_id, lines, ready_at)
+    print(f"landed batch {batch_id}: {path}")
     return 0
 
 

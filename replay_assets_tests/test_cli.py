@@ -140,3 +140,34 @@ def test_usage_errors_exit_2(home: Path) -> None:
         main(["export", "no_such_table", "--home", str(home)])
     assert exc.value.code == 2
     assert main(["export", "daily_aggregates", "--format", "parquet", "--home", str(home)]) == 2
+
+
+def test_a_parquet_delivery_with_the_same_columns_applies(home: Path, tmp_path: Path) -> None:
+    events = [json.loads(line) for line in seed001.native(seed001.baseline_events())]
+    target = tmp_path / "baseline.parquet"
+    pl.DataFrame(events, infer_schema_length=None).write_parquet(target)
+    assert (
+        main(
+            [
+                "land",
+                str(target),
+                "--source",
+                "erp",
+                "--load-date",
+                "2026-09-20",
+                "--ready-at",
+                "2026-09-20T08:00:00Z",
+                "--home",
+                str(home),
+            ]
+        )
+        == 0
+    )
+    assert main(["run", "--home", str(home)]) == 0
+    session = Session(settings_for(home, seed001.NOW), home / "dagster")
+    assert session.query("SELECT active_lines, amount_minor FROM snapshots")[0] == {
+        "active_lines": 8,
+        "amount_minor": 690,
+    }
+    assert session.query("SELECT count(*) AS n FROM rejected_events")[0]["n"] == 0
+    session.close()

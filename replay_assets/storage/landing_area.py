@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import io
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+import polars as pl
 
 from replay_assets.core.events import canonical_json
 from replay_assets.core.manifest import (
@@ -99,13 +102,36 @@ def read_verified(folder: Path, manifest: Manifest) -> tuple[list[VerifiedFile],
             data = (folder / declared.path).read_bytes()
         except FileNotFoundError:
             return [], f"file {declared.path} is missing"
-        lines = data.decode("utf-8", errors="replace").splitlines()
+        lines = parquet_lines(data) if declared.path.endswith(".parquet") else text_lines(data)
         events = sum(1 for line in lines if line.strip())
         problem = verify_file(declared, hashlib.sha256(data).hexdigest(), events)
         if problem:
             return [], problem
         out.append(VerifiedFile(declared.path, lines, len(data)))
     return out, None
+
+
+def text_lines(data: bytes) -> list[str]:
+    return data.decode("utf-8", errors="replace").splitlines()
+
+
+def parquet_lines(data: bytes) -> list[str]:
+    """Parquet rows as event lines (row n is line n); nulls are absent fields, except a null
+    ``after`` (a delete). An unreadable file is one line that validation rejects."""
+    try:
+        rows = pl.read_parquet(io.BytesIO(data)).to_dicts()
+    except (pl.exceptions.PolarsError, OSError, ValueError):
+        return ["<unreadable parquet file>"]
+    return [
+        canonical_json({k: _drop_nulls(v) for k, v in row.items() if v is not None or k == "after"})
+        for row in rows
+    ]
+
+
+def _drop_nulls(value: object) -> object:
+    if isinstance(value, dict):
+        return {k: _drop_nulls(v) for k, v in value.items() if v is not None}
+    return value
 
 
 def write_delivery(
@@ -117,26 +143,28 @@ def write_delivery(
     ready_at: str,
     seq_range: tuple[int, int] | None = None,
     supersedes: Sequence[str] = (),
+    parquet: bytes | None = None,
 ) -> Path:
-    """Write one delivery (data file, then manifest) atomically; returns the manifest path."""
+    """Write one delivery (data file, then manifest) atomically; returns the manifest path.
+    ``parquet`` (file content) replaces ``lines`` for a Parquet delivery."""
     folder = landing / source / load_date
     folder.mkdir(parents=True, exist_ok=True)
-    data = "".join(f"{line}\n" for line in lines).encode("utf-8")
-    data_name = f"{batch_id}.jsonl"
-    files = (
-        []
-        if not lines
-        else [
+    if parquet is not None:
+        data, data_name, events = parquet, f"{batch_id}.parquet", len(parquet_lines(parquet))
+    else:
+        data = "".join(f"{line}\n" for line in lines).encode("utf-8")
+        data_name, events = f"{batch_id}.jsonl", sum(1 for line in lines if line.strip())
+    files = []
+    if data:
+        atomic_write(folder / data_name, data)
+        files.append(
             {
                 "path": data_name,
                 "sha256": hashlib.sha256(data).hexdigest(),
-                "events": sum(1 for line in lines if line.strip()),
+                "events": events,
                 "bytes": len(data),
             }
-        ]
-    )
-    if lines:
-        atomic_write(folder / data_name, data)
+        )
     manifest: dict[str, object] = {
         "source": source,
         "batch_id": batch_id,
