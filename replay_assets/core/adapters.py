@@ -88,7 +88,9 @@ def adapt_seed001(event: Mapping[str, Any]) -> dict[str, Any]:
     envelope fields; business_date is the UTC date of ``event_ts``; store ``main``."""
     entity = "order_line" if event["entity"] == "sale" else event["entity"]
     out = {k: v for k, v in event.items() if k not in {"before", "event_ts", "source_updated_at"}}
-    out.update(entity=entity, op=SEED001_OPS.get(event["op"], event["op"]), event_time=event["event_ts"])
+    out.update(
+        entity=entity, op=SEED001_OPS.get(event["op"], event["op"]), event_time=_utc(event["event_ts"])
+    )
     if entity == "order_line":
         order_id, line_no = str(event["key"]).rsplit("|", 1)
         out["key"] = {"order_id": order_id, "line_no": int(line_no)}
@@ -105,6 +107,14 @@ def adapt_seed001(event: Mapping[str, Any]) -> dict[str, Any]:
     elif out["op"] == "delete":
         out["after"] = None
     return out
+
+
+def _utc(instant: str) -> str:
+    """The instant in UTC with a ``Z``; a UTC input keeps its own text (the content hash)."""
+    moment = dt.datetime.fromisoformat(instant)
+    if moment.utcoffset() == dt.timedelta(0):
+        return instant
+    return moment.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
 
 
 def _utc_day(instant: str) -> str:
@@ -159,6 +169,6 @@ def adapt_lines(adapter: Adapter, lines: Iterable[str]) -> list[str]:
         try:
             obj = json.loads(line)
             out.append(canonical_json(mapping(obj)))
-        except (ValueError, KeyError, TypeError, AttributeError):
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError, OverflowError, OSError):
             out.append(line)
     return out

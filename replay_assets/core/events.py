@@ -150,7 +150,7 @@ def _check_value(name: str, value: Any, ctx: ValidationContext) -> None:
     elif name == "business_date":
         _check_business_date(value, ctx)
     elif name == "status":
-        if value not in ORDER_STATUSES:
+        if not isinstance(value, str) or value not in ORDER_STATUSES:
             raise _Reject(RejectReason.BAD_VALUE, "field 'status' is not active|cancelled")
     elif not isinstance(value, str) or not value or len(value) > TEXT_LIMIT:
         raise _Reject(RejectReason.BAD_VALUE, f"field {name!r} is not a text of 1..{TEXT_LIMIT}")
@@ -198,7 +198,8 @@ def _parse(line: str, ctx: ValidationContext) -> Outcome:
         raise _Reject(RejectReason.MALFORMED_JSON, "line is not valid JSON") from None
     if not isinstance(obj, dict):
         raise _Reject(RejectReason.MALFORMED_JSON, "line is not a JSON object")
-    if "schema_version" in obj and obj["schema_version"] != SCHEMA_VERSION:
+    version = obj.get("schema_version", SCHEMA_VERSION)
+    if type(version) is not int or version != SCHEMA_VERSION:  # True == 1 and 1.0 == 1 in Python
         event_id = obj.get("event_id") if isinstance(obj.get("event_id"), str) else None
         return BatchViolation(
             Violation.UNSUPPORTED_SCHEMA_VERSION,
@@ -226,9 +227,9 @@ def _parse_envelope(obj: dict[str, Any], ctx: ValidationContext) -> Event:
     version = obj.get("version", obj["source_seq"])
     if not is_int(version):
         raise _Reject(RejectReason.BAD_VALUE, "field 'version' is not an integer in 0..1e12")
-    if obj["entity"] not in set(Entity):
+    if not isinstance(obj["entity"], str) or obj["entity"] not in set(Entity):
         raise _Reject(RejectReason.BAD_VALUE, "field 'entity' is not order_line|customer")
-    if obj["op"] not in set(Op):
+    if not isinstance(obj["op"], str) or obj["op"] not in set(Op):
         raise _Reject(RejectReason.BAD_VALUE, "field 'op' is not upsert|delete")
     _check_event_time(obj["event_time"])
     entity, op, key = Entity(obj["entity"]), Op(obj["op"]), obj["key"]
@@ -288,12 +289,16 @@ def parse_event(line: str, ctx: ValidationContext) -> Outcome:
         return _parse(line, ctx)
     except _Reject as reject:
         return Rejection(reject.reason, reject.detail, _event_id_if_readable(line))
+    except UnicodeEncodeError:  # a lone surrogate escape such as "\ud800"
+        return Rejection(RejectReason.MALFORMED_JSON, "line has an invalid unicode escape")
 
 
 def _event_id_if_readable(line: str) -> str | None:
     try:
         obj = json.loads(line)
-    except (ValueError, RecursionError):
+        event_id = obj.get("event_id") if isinstance(obj, dict) else None
+        if isinstance(event_id, str):
+            event_id.encode("utf-8")
+    except (ValueError, RecursionError, UnicodeEncodeError):
         return None
-    event_id = obj.get("event_id") if isinstance(obj, dict) else None
     return event_id if isinstance(event_id, str) and ID_PATTERN.fullmatch(event_id) else None

@@ -95,7 +95,7 @@ def parse_manifest(text: str, limits: Limits) -> Manifest:
         raise ManifestError(f"manifest exceeds {limits.manifest_bytes} bytes")
     try:
         obj = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         raise ManifestError("manifest is not valid JSON") from None
     if not isinstance(obj, dict):
         raise ManifestError("manifest is not a JSON object")
