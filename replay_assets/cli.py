@@ -15,7 +15,7 @@ import dagster as dg
 
 from replay_assets.core.adapters import Adapter, adapt_lines
 from replay_assets.core.errors import ReplayError
-from replay_assets.core.events import sha256_text
+from replay_assets.core.events import jsonl_lines, sha256_text
 from replay_assets.core.plan import DateStatus
 from replay_assets.definitions import settings_from_environment
 from replay_assets.session import Session
@@ -63,7 +63,7 @@ def cmd_land(args: argparse.Namespace) -> int:
             settings.landing, args.source, args.load_date, batch_id, [], ready_at, parquet=data
         )
     else:
-        lines = adapt_lines(Adapter(args.adapter), source_file.read_text(encoding="utf-8").splitlines())
+        lines = adapt_lines(Adapter(args.adapter), jsonl_lines(source_file.read_text(encoding="utf-8")))
         batch_id = args.batch_id or f"B{sha256_text(chr(10).join(lines))[:24]}"
         path = write_delivery(settings.landing, args.source, args.load_date, batch_id, lines, ready_at)
     print(f"landed batch {batch_id}: {path}")

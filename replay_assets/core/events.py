@@ -106,6 +106,13 @@ class BatchViolation:
 Outcome = Event | Rejection | BatchViolation
 
 
+def jsonl_lines(text: str) -> list[str]:
+    """Split JSON Lines on newlines only (``str.splitlines`` also splits on \x1c-\x1e, \x85 and
+    \u2028, which may sit inside a line and would shift every line number after them)."""
+    lines = text.split("\n")
+    return lines[:-1] if lines and lines[-1] == "" else lines
+
+
 def canonical_json(value: Any) -> str:
     """Sorted-key, separator-free JSON: the canonical text that content hashes are taken of."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)

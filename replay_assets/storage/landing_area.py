@@ -16,7 +16,7 @@ from pathlib import Path
 
 import polars as pl
 
-from replay_assets.core.events import canonical_json
+from replay_assets.core.events import canonical_json, jsonl_lines
 from replay_assets.core.manifest import (
     MANIFEST_SUFFIX,
     FileFacts,
@@ -112,7 +112,7 @@ def read_verified(folder: Path, manifest: Manifest) -> tuple[list[VerifiedFile],
 
 
 def text_lines(data: bytes) -> list[str]:
-    return data.decode("utf-8", errors="replace").splitlines()
+    return jsonl_lines(data.decode("utf-8", errors="replace"))
 
 
 def parquet_lines(data: bytes) -> list[str]:
