@@ -22,17 +22,6 @@ from replay_assets.session import Session
 from replay_assets.storage import exports
 from replay_assets.storage.landing_area import write_delivery
 
-PROBLEMS = frozenset(
-    {
-        DateStatus.BLOCKED,
-        DateStatus.BLOCKED_UPSTREAM,
-        DateStatus.MISSING,
-        DateStatus.DELAYED,
-        DateStatus.LATE_DELIVERY,
-        DateStatus.OUT_OF_RANGE,
-    }
-)
-
 
 def _session(args: argparse.Namespace) -> Session:
     settings = settings_from_environment(args.home)
@@ -74,7 +63,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     session = _session(args)
     summary = session.run(progress=print)
     decision = session.pipeline.record_plan_status()
-    problems = [p for p in decision.plans if p.status in PROBLEMS]
+    problems = [p for p in decision.plans if p.problem]
     applied = sum(1 for p in decision.plans if p.status is DateStatus.APPLIED)
     print(
         f"{len(summary.runs)} runs, {len(summary.failed)} failed; {applied} load dates applied; "
@@ -109,7 +98,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     with session.pipeline.warehouse.connect() as con:
         frame = exports.table(con, "partition_status", None)
     exports.write(frame, "jsonl" if args.json else "csv", None, sys.stdout)
-    return 1 if any(p.status in PROBLEMS for p in decision.plans) else 0
+    return 1 if any(p.problem for p in decision.plans) else 0
 
 
 def parser() -> argparse.ArgumentParser:

@@ -169,6 +169,7 @@ class FileFacts:
 
     present: bool
     size: int
+    modified_ns: int = 0
 
 
 def cheap_readiness(

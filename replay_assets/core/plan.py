@@ -28,6 +28,16 @@ class DateStatus(enum.StrEnum):
     OUT_OF_RANGE = "OUT_OF_RANGE"
 
 
+PROBLEMS = frozenset(
+    {
+        DateStatus.BLOCKED,
+        DateStatus.BLOCKED_UPSTREAM,
+        DateStatus.MISSING,
+        DateStatus.DELAYED,
+        DateStatus.LATE_DELIVERY,
+        DateStatus.OUT_OF_RANGE,
+    }
+)
 PROGRESSING = frozenset({DateStatus.READY, DateStatus.RESTATE})
 STOPPING = frozenset(
     {
@@ -50,6 +60,7 @@ class Delivery:
     ready_at: str
     not_ready: str | None = None
     supersedes: tuple[str, ...] = ()
+    fingerprint: str = ""  # cheap facts of its files (size, mtime): changes when a file is replaced
 
 
 @dataclass(frozen=True)
@@ -69,6 +80,12 @@ class DatePlan:
     reason: str
     identity: str
     batches: tuple[Delivery, ...]
+    attempt_key: str = ""  # identity + file fingerprints: a failed verification is keyed by it
+
+    @property
+    def problem(self) -> bool:
+        """Something an operator must hear about (``run`` exits 1)."""
+        return self.status in PROBLEMS or "REPLAY_BATCH_ID_REUSED" in self.reason
 
 
 def input_identity(batches: Sequence[Delivery]) -> str:
@@ -143,12 +160,14 @@ def _plan_date(
         )
     )
     identity = input_identity(active)
+    attempt_key = sha256_text(canonical_json([identity, sorted(d.fingerprint for d in active)]))
     not_ready = [d for d in active if d.not_ready]
     missing = sorted(s for s, start in starts.items() if start <= day)
     delivered = {d.source for d in of_day if d not in reused}  # a skipped batch was delivered
     missing = [s for s in missing if s not in delivered]
-    status, reason = _status(day, identity, facts, latest, last, reused, not_ready, missing)
-    return DatePlan(day, status, reason, identity, active)
+    blocked = facts.blocked.get((day, identity)) or facts.blocked.get((day, attempt_key))
+    status, reason = _status(day, identity, facts, latest, last, reused, not_ready, missing, blocked)
+    return DatePlan(day, status, reason, identity, active, attempt_key)
 
 
 def _status(
@@ -160,23 +179,30 @@ def _status(
     reused: list[Delivery],
     not_ready: list[Delivery],
     missing: list[str],
+    blocked: tuple[DateStatus, str] | None,
 ) -> tuple[DateStatus, str]:
+    reuse = (
+        f"REPLAY_BATCH_ID_REUSED: batch {reused[0].batch_id} was landed before with other content; "
+        "nothing of it applies"
+        if reused
+        else ""
+    )
     if day in facts.applied:
         if facts.applied[day] == identity or not_ready or missing:
-            note = f"; new delivery not ready: {not_ready[0].not_ready}" if not_ready else ""
-            return DateStatus.APPLIED, note.lstrip("; ")
+            note = f"new delivery not ready: {not_ready[0].not_ready}" if not_ready else ""
+            return DateStatus.APPLIED, reuse or note
+        if blocked is not None:
+            return blocked
         if day == latest:
             return DateStatus.RESTATE, "a new delivery for the latest applied load date"
         return DateStatus.LATE_DELIVERY, (
             "REPLAY_LOAD_DATE_SEALED: a new delivery for a load date that later dates already "
             "built on; backfill this date through the latest in the backfill lane"
         )
-    if reused:
-        return DateStatus.BLOCKED, (
-            f"REPLAY_BATCH_ID_REUSED: batch {reused[0].batch_id} was landed before with other content"
-        )
-    if (day, identity) in facts.blocked:
-        return facts.blocked[(day, identity)]
+    if reuse:
+        return DateStatus.BLOCKED, reuse
+    if blocked is not None:
+        return blocked
     if not_ready:
         d = not_ready[0]
         return DateStatus.BLOCKED_UPSTREAM, f"batch {d.batch_id} of {d.source}: {d.not_ready}"
@@ -199,6 +225,7 @@ def _progress(plans: list[DatePlan]) -> list[DatePlan]:
                 f"waiting behind load date {stopped_at}",
                 plan.identity,
                 plan.batches,
+                plan.attempt_key,
             )
         elif stopped_at is None and plan.status in STOPPING:
             stopped_at = plan.load_date

@@ -34,7 +34,7 @@ def build_sensors(apply_job: str, restate_job: str) -> list[dg.SensorDefinition]
         plan = decision.next
         request = dg.RunRequest(
             partition_key=plan.load_date,
-            run_key=f"apply:{plan.load_date}:{plan.identity[:24]}",
+            run_key=f"apply:{plan.load_date}:{plan.attempt_key[:24]}",
             tags=CURRENT_LANE,
         )
         return dg.SensorResult(run_requests=[request], cursor=cursor)

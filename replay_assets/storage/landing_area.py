@@ -65,7 +65,8 @@ def file_facts(folder: Path, manifest: Manifest) -> dict[str, FileFacts]:
     facts = {}
     for f in manifest.files:
         try:
-            facts[f.path] = FileFacts(True, (folder / f.path).stat().st_size)
+            stat = (folder / f.path).stat()
+            facts[f.path] = FileFacts(True, stat.st_size, stat.st_mtime_ns)
         except FileNotFoundError:
             facts[f.path] = FileFacts(False, 0)
     return facts
@@ -75,7 +76,9 @@ def to_delivery(seen: Seen, now: dt.datetime, limits: Limits) -> Delivery:
     """The plan's view of a parsed manifest, with the cheap readiness verdict."""
     m = seen.manifest
     assert m is not None
-    reason = cheap_readiness(m, file_facts(seen.path.parent, m), now, limits)
+    facts = file_facts(seen.path.parent, m)
+    reason = cheap_readiness(m, facts, now, limits)
+    fingerprint = canonical_json(sorted((name, f.size, f.modified_ns) for name, f in facts.items()))
     return Delivery(
         m.source,
         m.batch_id,
@@ -84,6 +87,7 @@ def to_delivery(seen: Seen, now: dt.datetime, limits: Limits) -> Delivery:
         m.ready_at.isoformat(),
         f"{reason} ({seen.path.name})" if reason else None,
         m.supersedes,
+        fingerprint,
     )
 
 

@@ -222,9 +222,9 @@ def _not_applicable(plan: DatePlan) -> str | None:
 def _record_attempt(
     con: duckdb.DuckDBPyConnection, plan: DatePlan, status: Status, reason: str, now: dt.datetime
 ) -> None:
-    con.execute(
+    con.execute(  # keyed by the file fingerprints: replacing the broken file makes the date ready
         "INSERT INTO load_date_attempts VALUES (?, ?, ?, ?, ?)",
-        [plan.load_date, plan.identity, status.value, reason, now],
+        [plan.load_date, plan.attempt_key, status.value, reason, now],
     )
     set_status(con, "current_orders", [plan.load_date], status, reason, now)
 
