@@ -1,7 +1,6 @@
 """The headless daemon: evaluate the sensors and execute what they request, in-process, on the
 home's Dagster instance, until nothing is pending (``replay-assets run``)."""
 
-import datetime as dt
 import fcntl
 import os
 import shutil
@@ -13,7 +12,6 @@ from pathlib import Path
 
 import dagster as dg
 
-from replay_assets.core.config import Settings
 from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.defs.resources import ReplayResource
 from replay_assets.storage.pipeline import Pipeline
@@ -148,11 +146,3 @@ def _execute(
     label = str(request.run_key).rsplit(":", 1)[0]
     progress(f"{label:<40} {'ok' if result.success else 'FAILED':<7} {seconds:6.2f} s")
     return sensor_name, str(request.run_key), result.success, seconds
-
-
-def utc_now() -> dt.datetime:
-    return dt.datetime.now(dt.UTC)
-
-
-def settings_dagster_home(settings: Settings, env_value: str | None) -> Path:
-    return Path(env_value) if env_value else settings.dagster_home

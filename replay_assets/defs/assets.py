@@ -80,7 +80,7 @@ def build_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         counts = result.counts.values()
         controls = result.controls.as_tuple() if result.controls else ()
         meta = {
-            "outcome": result.status,
+            "outcome": result.status.value,
             "content_sha256": result.content_sha256 or "",
             "accepted": sum(c.accepted for c in counts),
             "skipped_duplicate": sum(c.skipped_duplicate for c in counts),
@@ -90,7 +90,7 @@ def build_assets(settings: Settings) -> list[dg.AssetsDefinition]:
             "controls (lines, orders, units, amount, cost, profit)": str(controls),
         }
         yield dg.MaterializeResult(asset_key="current_orders", metadata=meta)
-        yield dg.MaterializeResult(asset_key="current_customers", metadata={"outcome": result.status})
+        yield dg.MaterializeResult(asset_key="current_customers", metadata={"outcome": result.status.value})
 
     @dg.asset(
         partitions_def=business_dates,

@@ -5,6 +5,7 @@ marker (SPEC 3.7). The caller owns the transaction; nothing here commits."""
 from __future__ import annotations
 
 import datetime as dt
+import enum
 from dataclasses import dataclass, field
 
 import duckdb
@@ -29,7 +30,7 @@ from replay_assets.storage.warehouse import one, query_frame
 CODE_VERSION = "apply-v1"
 
 
-class Mode:
+class Mode(enum.StrEnum):
     APPLY = "APPLIED"
     RESTATE = "RESTATED"
     VERIFY = "UNCHANGED"
@@ -39,7 +40,7 @@ class Mode:
 @dataclass(frozen=True)
 class ApplyResult:
     load_date: str
-    status: str
+    status: Mode
     counts: dict[str, Counts] = field(default_factory=dict)
     affected_business_dates: tuple[str, ...] = ()
     controls: Controls | None = None
@@ -52,7 +53,7 @@ def operation_id(kind: str, partition_key: str, input_identity: str) -> str:
     return sha256_text(canonical_json([kind, partition_key, input_identity, CODE_VERSION]))
 
 
-def _mode(con: duckdb.DuckDBPyConnection, plan: DatePlan, first_date: str, sealed_ok: bool) -> str:
+def _mode(con: duckdb.DuckDBPyConnection, plan: DatePlan, first_date: str, sealed_ok: bool) -> Mode:
     day = plan.load_date
     if day != first_date:
         prev = (dt.date.fromisoformat(day) - dt.timedelta(days=1)).isoformat()
@@ -140,7 +141,7 @@ def apply_load_date(
 
 
 def _result(
-    con: duckdb.DuckDBPyConnection, day: str, mode: str, counts: dict[str, Counts], dates: tuple[str, ...]
+    con: duckdb.DuckDBPyConnection, day: str, mode: Mode, counts: dict[str, Counts], dates: tuple[str, ...]
 ) -> ApplyResult:
     controls, rows, digest = snapshot_of(con, day)
     if mode != Mode.VERIFY:

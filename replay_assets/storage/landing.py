@@ -14,7 +14,9 @@ import polars as pl
 
 from replay_assets.core.errors import ErrorCode, ReplayError, Violation
 from replay_assets.core.events import (
+    CUSTOMER_IMAGE,
     KEY_FIELDS,
+    ORDER_IMAGE,
     BatchViolation,
     Event,
     Rejection,
@@ -26,20 +28,7 @@ from replay_assets.core.manifest import Manifest
 from replay_assets.storage.landing_area import VerifiedFile
 from replay_assets.storage.warehouse import one
 
-STAGED_IMAGE = (
-    "order_id",
-    "line_no",
-    "store_id",
-    "customer_id",
-    "product_id",
-    "business_date",
-    "quantity",
-    "amount_minor",
-    "cost_minor",
-    "status",
-    "name",
-    "segment",
-)
+STAGED_IMAGE = (*ORDER_IMAGE, *(c for c in CUSTOMER_IMAGE if c not in ORDER_IMAGE))
 STAGED_SCHEMA: dict[str, Any] = {
     "batch_id": pl.String,
     "source": pl.String,

@@ -3,19 +3,10 @@ internally (they sort correctly); consumer views cast them to DATE."""
 
 from __future__ import annotations
 
-ORDER_COLUMNS = (
-    "order_id",
-    "line_no",
-    "store_id",
-    "customer_id",
-    "product_id",
-    "business_date",
-    "quantity",
-    "amount_minor",
-    "cost_minor",
-    "status",
-)
-CUSTOMER_COLUMNS = ("customer_id", "name", "segment", "status")
+from replay_assets.core.events import CUSTOMER_IMAGE, ORDER_IMAGE
+
+ORDER_COLUMNS = ORDER_IMAGE  # history/consumer column order is the image order
+CUSTOMER_COLUMNS = (*CUSTOMER_IMAGE, "status")
 
 _V1 = [
     """CREATE TABLE manifests (

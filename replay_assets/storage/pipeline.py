@@ -147,7 +147,8 @@ class Pipeline:
             known = one(con, "SELECT 1 FROM manifests WHERE batch_id = ?", [batch_id])
             if batch_id not in by_batch and not known:
                 raise ReplayError(ErrorCode.UNKNOWN_BATCH, f"no delivery with batch id {batch_id}")
-            day = by_batch[batch_id].manifest.load_date if batch_id in by_batch else None  # type: ignore[union-attr]
+            manifest = by_batch[batch_id].manifest if batch_id in by_batch else None
+            day = manifest.load_date if manifest is not None else None
             if day is not None and _plan_for(decision, day).status is DateStatus.APPLIED:
                 raise ReplayError(ErrorCode.USAGE, f"batch {batch_id} belongs to an applied load date")
             con.execute(

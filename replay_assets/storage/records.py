@@ -8,6 +8,7 @@ import duckdb
 import polars as pl
 
 from replay_assets.core.errors import Violation
+from replay_assets.core.events import ORDER_IMAGE
 from replay_assets.core.fold import Outcome
 from replay_assets.core.plan import DatePlan
 from replay_assets.core.state import Counts
@@ -16,15 +17,7 @@ from replay_assets.storage.migrations import ORDER_COLUMNS
 from replay_assets.storage.status import Status, set_status
 from replay_assets.storage.warehouse import one, query_frame
 
-BUSINESS_FIELDS = (
-    "store_id",
-    "customer_id",
-    "product_id",
-    "business_date",
-    "quantity",
-    "amount_minor",
-    "cost_minor",
-)
+BUSINESS_FIELDS = tuple(c for c in ORDER_IMAGE if c not in ("order_id", "line_no", "status"))
 VIOLATION = Outcome.VIOLATION.value
 
 

@@ -8,6 +8,7 @@ import duckdb
 import polars as pl
 
 from replay_assets.core.aggregate import Controls, content_sha256, controls_of
+from replay_assets.core.events import canonical_json, sha256_text
 from replay_assets.core.fold import COMMITTED_SCHEMA, REGISTRY_SCHEMA
 from replay_assets.storage.migrations import CUSTOMER_COLUMNS, ORDER_COLUMNS
 from replay_assets.storage.warehouse import query_frame
@@ -89,21 +90,8 @@ def snapshot_of(con: duckdb.DuckDBPyConnection, load_date: str) -> tuple[Control
     """Controls, row count and content hash of the whole state as of ``load_date``."""
     orders = orders_as_of(con, load_date)
     customers = customers_as_of(con, load_date)
-    digest = (
-        content_sha256(
-            pl.DataFrame(
-                {
-                    "part": [
-                        content_sha256(orders, ["order_id", "line_no"]),
-                        content_sha256(customers, ["customer_id"]),
-                    ]
-                }
-            ),
-            ["part"],
-        )
-        if orders.height or customers.height
-        else content_sha256(pl.DataFrame(), [])
-    )
+    parts = [content_sha256(orders, ["order_id", "line_no"]), content_sha256(customers, ["customer_id"])]
+    digest = sha256_text(canonical_json({"orders": parts[0], "customers": parts[1]}))
     return controls_of(orders), orders.height + customers.height, digest
 
 
