@@ -26,6 +26,7 @@ class DateStatus(enum.StrEnum):
     DELAYED = "DELAYED"
     LATE_DELIVERY = "LATE_DELIVERY"
     OUT_OF_RANGE = "OUT_OF_RANGE"
+    FAILED_CANDIDATE = "FAILED_CANDIDATE"
 
 
 PROBLEMS = frozenset(
@@ -36,6 +37,7 @@ PROBLEMS = frozenset(
         DateStatus.DELAYED,
         DateStatus.LATE_DELIVERY,
         DateStatus.OUT_OF_RANGE,
+        DateStatus.FAILED_CANDIDATE,
     }
 )
 PROGRESSING = frozenset({DateStatus.READY, DateStatus.RESTATE})
@@ -45,6 +47,7 @@ STOPPING = frozenset(
         DateStatus.BLOCKED_UPSTREAM,
         DateStatus.MISSING,
         DateStatus.BLOCKED,
+        DateStatus.FAILED_CANDIDATE,
     }
 )
 
@@ -71,6 +74,7 @@ class WarehouseFacts:
     blocked: Mapping[tuple[str, str], tuple[DateStatus, str]] = field(default_factory=dict)
     skipped: frozenset[str] = frozenset()
     landed: Mapping[str, str] = field(default_factory=dict)
+    pointer: str = ""  # the newest certified load date: a failed gate is retried once it moves
 
 
 @dataclass(frozen=True)
@@ -81,6 +85,7 @@ class DatePlan:
     identity: str
     batches: tuple[Delivery, ...]
     attempt_key: str = ""  # identity + file fingerprints: a failed verification is keyed by it
+    gate_key: str = ""  # attempt key + the certified pointer: a failed gate is keyed by it
 
     @property
     def problem(self) -> bool:
@@ -165,9 +170,13 @@ def _plan_date(
     missing = sorted(s for s, start in starts.items() if start <= day)
     delivered = {d.source for d in of_day if d not in reused}  # a skipped batch was delivered
     missing = [s for s in missing if s not in delivered]
-    blocked = facts.blocked.get((day, identity)) or facts.blocked.get((day, attempt_key))
+    gate_key = sha256_text(canonical_json([attempt_key, facts.pointer]))
+    blocked = next(
+        (facts.blocked[(day, k)] for k in (identity, attempt_key, gate_key) if (day, k) in facts.blocked),
+        None,
+    )
     status, reason = _status(day, identity, facts, latest, last, reused, not_ready, missing, blocked)
-    return DatePlan(day, status, reason, identity, active, attempt_key)
+    return DatePlan(day, status, reason, identity, active, attempt_key, gate_key)
 
 
 def _status(
@@ -226,6 +235,7 @@ def _progress(plans: list[DatePlan]) -> list[DatePlan]:
                 plan.identity,
                 plan.batches,
                 plan.attempt_key,
+                plan.gate_key,
             )
         elif stopped_at is None and plan.status in STOPPING:
             stopped_at = plan.load_date

@@ -1,17 +1,57 @@
 """The assets. Each body is wiring: call the pipeline, describe the outcome for the UI."""
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import dagster as dg
 
 from replay_assets.core.config import Settings
 from replay_assets.core.errors import ReplayError
+from replay_assets.core.gate import Check, CheckOutcome
 from replay_assets.defs.partitions import business_date_partitions, load_date_partitions
 from replay_assets.defs.resources import ReplayResource
 from replay_assets.storage import failpoints
 
 POOL = "duckdb_writer"
 TRANSIENT_RETRY = dg.RetryPolicy(max_retries=2, delay=1)
+
+
+def _check_specs(asset: str) -> list[dg.AssetCheckSpec]:
+    """The publish gate as blocking checks: evaluated inside the building step (not after)."""
+    return [dg.AssetCheckSpec(c.value, asset=asset, blocking=True, description=GATE_TEXT[c]) for c in Check]
+
+
+GATE_TEXT = {
+    Check.SCHEMA: "Every column matches the pandera schema (types, ids, ranges, closed sets).",
+    Check.UNIQUE_KEYS: "No key appears twice.",
+    Check.RECONCILIATION: "Per batch: source_events = accepted + rejected + skipped (duplicate, stale).",
+    Check.TOTALS: "Totals equal an independent SQL recomputation as of the candidate's load date.",
+    Check.COMPLETENESS: "Every load date the candidate depends on is applied and certified.",
+    Check.NON_NEGATIVE: "No negative amount, cost, quantity or units.",
+}
+
+
+def _results(asset: str, outcomes: Sequence[tuple[str, CheckOutcome]]) -> list[dg.AssetCheckResult]:
+    """One result per check; over several partitions it passes only if it passed on each."""
+    results = []
+    for check in Check:
+        mine = [(key, o) for key, o in outcomes if o.check is check]
+        failed = [(key, o) for key, o in mine if not o.passed]
+        meta: dict[str, Any] = dict(mine[0][1].metadata) if len(mine) == 1 else {"partitions": len(mine)}
+        if failed:
+            meta["failing_partitions"] = ", ".join(key for key, _ in failed[:10])
+        summary = failed[0][1].summary if failed else (mine[0][1].summary if mine else "")
+        results.append(
+            dg.AssetCheckResult(
+                asset_key=asset,
+                check_name=check.value,
+                passed=not failed,
+                severity=dg.AssetCheckSeverity.ERROR,
+                metadata=meta,
+                description=summary,
+            )
+        )
+    return results
 
 
 def _fail(error: ReplayError) -> dg.Failure:
@@ -65,6 +105,7 @@ def build_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         pool=POOL,
         retry_policy=TRANSIENT_RETRY,
         can_subset=False,
+        check_specs=_check_specs("current_orders"),
     )
     def current_state(
         context: dg.AssetExecutionContext, replay: ReplayResource
@@ -89,7 +130,10 @@ def build_assets(settings: Settings) -> list[dg.AssetsDefinition]:
             "affected_business_dates": ", ".join(result.affected_business_dates),
             "controls (lines, orders, units, amount, cost, profit)": str(controls),
         }
-        yield dg.MaterializeResult(asset_key="current_orders", metadata=meta)
+        checks = [(context.partition_key, o) for o in result.checks]
+        yield dg.MaterializeResult(
+            asset_key="current_orders", metadata=meta, check_results=_results("current_orders", checks)
+        )
         yield dg.MaterializeResult(asset_key="current_customers", metadata={"outcome": result.status.value})
 
     @dg.asset(
@@ -99,17 +143,24 @@ def build_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         group_name="replay",
         deps=[dg.AssetDep("current_orders", partition_mapping=dg.LastPartitionMapping())],
         backfill_policy=dg.BackfillPolicy.single_run(),
+        check_specs=_check_specs("daily_aggregates"),
     )
     def daily_aggregates(context: dg.AssetExecutionContext, replay: ReplayResource) -> dg.MaterializeResult:
         """Per store and business date over active lines, recomputed from state as of the latest
         applied load date; a new version is published only when the content changed."""
         published = replay.pipeline().publish(list(context.partition_keys), context.run.run_id)
+        failed = [p.business_date for p in published if not p.certified]
         return dg.MaterializeResult(
             metadata={
                 "business_dates": len(published),
-                "new_versions": sum(p.new_version for p in published),
+                "new_versions": sum(p.version is not None for p in published),
+                "failed_candidates": ", ".join(failed) or "none",
                 "rows": sum(p.rows for p in published),
-            }
+                "as_of_load_date": published[0].as_of_load_date if published else "",
+            },
+            check_results=_results(
+                "daily_aggregates", [(p.business_date, o) for p in published for o in p.checks]
+            ),
         )
 
     return [raw_receipts, current_state, daily_aggregates]

@@ -6,24 +6,27 @@ from __future__ import annotations
 
 import datetime as dt
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import duckdb
 import polars as pl
 
-from replay_assets.core.aggregate import Controls
+from replay_assets.core.aggregate import Controls, controls_of
 from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.events import canonical_json, sha256_text
 from replay_assets.core.fold import EVENT_SCHEMA, fold_frame
+from replay_assets.core.gate import CheckOutcome, all_passed, failures
 from replay_assets.core.plan import DatePlan
 from replay_assets.core.state import Counts
-from replay_assets.storage import records
+from replay_assets.storage import certify, records
 from replay_assets.storage.state_io import (
     committed_before,
+    customers_as_of,
     history_rows,
     old_groups,
+    orders_as_of,
     registry_for,
-    snapshot_of,
+    snapshot_digest,
 )
 from replay_assets.storage.warehouse import one, query_frame
 
@@ -35,6 +38,7 @@ class Mode(enum.StrEnum):
     RESTATE = "RESTATED"
     VERIFY = "UNCHANGED"
     BLOCKED = "BLOCKED"
+    FAILED = "FAILED_CANDIDATE"
 
 
 @dataclass(frozen=True)
@@ -46,6 +50,8 @@ class ApplyResult:
     controls: Controls | None = None
     content_sha256: str | None = None
     reasons: tuple[str, ...] = ()
+    checks: tuple[CheckOutcome, ...] = ()
+    candidate_rows: pl.DataFrame | None = None  # the history rows a failed candidate would write
 
 
 def operation_id(kind: str, partition_key: str, input_identity: str) -> str:
@@ -53,14 +59,8 @@ def operation_id(kind: str, partition_key: str, input_identity: str) -> str:
     return sha256_text(canonical_json([kind, partition_key, input_identity, CODE_VERSION]))
 
 
-def _mode(con: duckdb.DuckDBPyConnection, plan: DatePlan, first_date: str, sealed_ok: bool) -> Mode:
+def _mode(con: duckdb.DuckDBPyConnection, plan: DatePlan, sealed_ok: bool) -> Mode:
     day = plan.load_date
-    if day != first_date:
-        prev = (dt.date.fromisoformat(day) - dt.timedelta(days=1)).isoformat()
-        if not one(con, "SELECT 1 FROM load_dates WHERE load_date = ?", [prev]):
-            raise ReplayError(
-                ErrorCode.PREDECESSOR_NOT_APPLIED, f"load date {day} needs {prev} applied first"
-            )
     row = one(con, "SELECT identity FROM load_dates WHERE load_date = ?", [day])
     latest = one(con, "SELECT max(load_date) FROM load_dates")
     later = latest is not None and latest[0] is not None and latest[0] > day
@@ -99,7 +99,7 @@ def apply_load_date(
 ) -> ApplyResult:
     """Fold the load date onto state as of the day before. Idempotent: the same input again
     verifies against stored history (REPLAY_HISTORY_DIVERGED if it differs) and writes nothing."""
-    mode = _mode(con, plan, first_date, sealed_ok)
+    mode = _mode(con, plan, sealed_ok)
     day = plan.load_date
     events = staged_events(con, plan)
     committed = committed_before(con, events, day)
@@ -122,7 +122,7 @@ def apply_load_date(
                 ErrorCode.HISTORY_DIVERGED,
                 f"recomputing load date {day} from raw differs from stored history",
             )
-        return _result(con, day, Mode.VERIFY, counts, ())
+        return _result(con, day, Mode.VERIFY, counts, (), first_date, run_id, now)
     if mode == Mode.RESTATE:
         records.undo_load_date(con, day, now)
     groups = pl.concat([old_groups(con, winners, day), records.new_groups(winners)]).unique()
@@ -137,16 +137,33 @@ def apply_load_date(
         [operation_id("apply_load_date", day, plan.identity), day, plan.identity, now],
     )
     dates = tuple(sorted(set(groups["business_date"].to_list())))
-    return _result(con, day, mode, counts, dates)
+    result = _result(con, day, mode, counts, dates, first_date, run_id, now)
+    if result.status is Mode.FAILED:
+        return replace(result, candidate_rows=pl.concat([orders, customers], how="diagonal"))
+    return result
 
 
 def _result(
-    con: duckdb.DuckDBPyConnection, day: str, mode: Mode, counts: dict[str, Counts], dates: tuple[str, ...]
+    con: duckdb.DuckDBPyConnection,
+    day: str,
+    mode: Mode,
+    counts: dict[str, Counts],
+    dates: tuple[str, ...],
+    first_date: str,
+    run_id: str | None,
+    now: dt.datetime,
 ) -> ApplyResult:
-    controls, rows, digest = snapshot_of(con, day)
+    """Gate the state as of ``day``; certify it (publication, pointer, snapshot) when all pass."""
+    orders, customers = orders_as_of(con, day), customers_as_of(con, day)
+    digest = snapshot_digest(orders, customers)
+    controls = controls_of(orders)
+    checks = tuple(certify.state_checks(con, day, orders, customers, counts, first_date))
+    if not all_passed(checks):
+        return ApplyResult(day, Mode.FAILED, counts, dates, controls, digest, (failures(checks),), checks)
     if mode != Mode.VERIFY:
+        certify.certify_state(con, day, digest, checks, run_id, now)
         con.execute(
             "INSERT OR REPLACE INTO snapshots VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [day, *controls.as_tuple(), rows, digest],
+            [day, *controls.as_tuple(), orders.height + customers.height, digest],
         )
-    return ApplyResult(day, mode, counts, dates, controls, digest)
+    return ApplyResult(day, mode, counts, dates, controls, digest, (), checks)

@@ -117,4 +117,12 @@ _V1 = [
             WHERE p.asset = 'daily_aggregates' AND p.partition_key = a.business_date)""",
 ]
 
-MIGRATIONS: list[tuple[int, list[str]]] = [(1, _V1)]
+_V2 = [
+    """CREATE TABLE candidates (
+        asset VARCHAR NOT NULL, partition_key VARCHAR NOT NULL, as_of_load_date VARCHAR NOT NULL,
+        content_sha256 VARCHAR NOT NULL, checks VARCHAR NOT NULL, reason VARCHAR NOT NULL,
+        created_at TIMESTAMPTZ NOT NULL, run_id VARCHAR, rows_path VARCHAR NOT NULL,
+        rows_bytes BIGINT NOT NULL)""",
+]
+
+MIGRATIONS: list[tuple[int, list[str]]] = [(1, _V1), (2, _V2)]

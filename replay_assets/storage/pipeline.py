@@ -14,14 +14,16 @@ from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.events import ValidationContext, canonical_json, sha256_text
 from replay_assets.core.manifest import Manifest
 from replay_assets.core.plan import DatePlan, DateStatus, WarehouseFacts, next_to_apply, plan_load_dates
-from replay_assets.storage import failpoints, landing_area
+from replay_assets.storage import certify, failpoints, landing_area
 from replay_assets.storage.apply import ApplyResult, Mode, apply_load_date
 from replay_assets.storage.landing import Landed, land_batch
-from replay_assets.storage.publish import Published, advance_pointer, publish_aggregates
+from replay_assets.storage.publish import Published, publish_aggregates
 from replay_assets.storage.status import Status, set_status
 from replay_assets.storage.warehouse import Warehouse, one
 
-APPLICABLE = frozenset({DateStatus.READY, DateStatus.RESTATE, DateStatus.APPLIED})
+# DELAYED is applicable on purpose: a manual or backfill run of a date whose predecessor is not
+# certified becomes a failed candidate (MISSING_UPSTREAM_LOAD_DATE), never a silent refusal.
+APPLICABLE = frozenset({DateStatus.READY, DateStatus.RESTATE, DateStatus.APPLIED, DateStatus.DELAYED})
 STATUS_OF = {
     DateStatus.BLOCKED_UPSTREAM: Status.BLOCKED_UPSTREAM,
     DateStatus.MISSING: Status.MISSING,
@@ -29,6 +31,15 @@ STATUS_OF = {
     DateStatus.DELAYED: Status.DELAYED,
     DateStatus.LATE_DELIVERY: Status.LATE_DELIVERY,
 }
+
+
+class _Rollback(Exception):
+    """Raised inside the apply transaction to undo a candidate that failed its gate."""
+
+    def __init__(self, result: ApplyResult, plan: DatePlan) -> None:
+        super().__init__(result.load_date)
+        self.result = result
+        self.plan = plan
 
 
 def real_now() -> dt.datetime:
@@ -105,29 +116,63 @@ class Pipeline:
         )
 
     def apply(self, load_date: str, run_id: str | None, sealed_ok: bool = False) -> ApplyResult:
-        """Fold one landed load date; BLOCKED evidence is committed before the error is raised."""
-        with self.warehouse.transaction() as con:
-            decision, _ = self._decide(con)
-            plan = _plan_for(decision, load_date)
-            allowed = APPLICABLE | ({DateStatus.LATE_DELIVERY} if sealed_ok else set())
-            if plan.status not in allowed:
-                raise ReplayError(
-                    ErrorCode.NOT_READY, f"load date {load_date} is {plan.status}: {plan.reason}"
+        """Fold one landed load date and gate the result in the same transaction. BLOCKED evidence
+        is committed before the error is raised; a failed candidate is rolled back, then kept
+        inspectable (rows as Parquet, reasons in ``candidates``) while consumers keep the last
+        certified state."""
+        try:
+            with self.warehouse.transaction() as con:
+                decision, _ = self._decide(con)
+                plan = _plan_for(decision, load_date)
+                allowed = APPLICABLE | ({DateStatus.LATE_DELIVERY} if sealed_ok else set())
+                if plan.status not in allowed:
+                    raise ReplayError(
+                        ErrorCode.NOT_READY, f"load date {load_date} is {plan.status}: {plan.reason}"
+                    )
+                _require_landed(con, plan)
+                result = apply_load_date(
+                    con, plan, decision.plans[0].load_date, run_id, self.now(), sealed_ok
                 )
-            _require_landed(con, plan)
-            first = decision.plans[0].load_date
-            result = apply_load_date(con, plan, first, run_id, self.now(), sealed_ok)
-            if result.status != Mode.BLOCKED and not result.affected_business_dates:
-                advance_pointer(con, run_id, self.now())
-            failpoints.hit(self.settings.fail_point, "apply.before_commit")
+                if result.status is Mode.FAILED:
+                    raise _Rollback(result, plan)
+                failpoints.hit(self.settings.fail_point, "apply.before_commit")
+        except _Rollback as rollback:
+            result = rollback.result
+            self._keep_failed_state(rollback.plan, result, run_id)
         failpoints.hit(self.settings.fail_point, "apply.after_commit")
-        if result.status == Mode.BLOCKED:
+        if result.status is Mode.BLOCKED:
             raise ReplayError(ErrorCode.BATCH_BLOCKED, f"load date {load_date}: {result.reasons[0]}")
         return result
 
+    def _keep_failed_state(self, plan: DatePlan, result: ApplyResult, run_id: str | None) -> None:
+        assert result.candidate_rows is not None and result.content_sha256 is not None
+        with self.warehouse.transaction() as con:
+            certify.record_failed_candidate(
+                con,
+                self.settings.home,
+                "current_orders",
+                plan.load_date,
+                plan.load_date,
+                result.content_sha256,
+                result.checks,
+                result.candidate_rows,
+                run_id,
+                self.now(),
+            )
+            con.execute(
+                "INSERT INTO load_date_attempts VALUES (?, ?, ?, ?, ?)",
+                [
+                    plan.load_date,
+                    plan.gate_key,
+                    DateStatus.FAILED_CANDIDATE.value,
+                    result.reasons[0],
+                    self.now(),
+                ],
+            )
+
     def publish(self, business_dates: list[str], run_id: str | None) -> list[Published]:
         with self.warehouse.transaction() as con:
-            return publish_aggregates(con, business_dates, run_id, self.now())
+            return publish_aggregates(con, self.settings.home, business_dates, run_id, self.now())
 
     def pending_restatements(self, timeout: float | None = None) -> tuple[list[tuple[str, str]], str]:
         """Contiguous ranges of business dates with queued groups, and a key for the queue state."""
@@ -135,7 +180,7 @@ class Pipeline:
             rows = con.execute("""
                 SELECT business_date, store_id, load_date, CAST(queued_at AS VARCHAR)
                 FROM restatement_queue WHERE released_at IS NULL
-                  AND load_date <= (SELECT max(load_date) FROM load_dates)
+                  AND load_date <= (SELECT max(value) FROM pointers WHERE name = 'published_load_date')
                 ORDER BY 1, 2, 3""").fetchall()
         dates = sorted({r[0] for r in rows})
         return contiguous_ranges(dates), sha256_text(canonical_json([list(r) for r in rows]))
@@ -193,7 +238,7 @@ def warehouse_facts(con: duckdb.DuckDBPyConnection) -> WarehouseFacts:
     blocked = {(d, i): (DateStatus(s), r) for d, i, s, r in con.execute(LATEST_ATTEMPTS).fetchall()}
     skipped = frozenset(r[0] for r in con.execute("SELECT batch_id FROM batch_resolutions").fetchall())
     landed = dict(con.execute("SELECT batch_id, manifest_sha256 FROM manifests").fetchall())
-    return WarehouseFacts(applied, blocked, skipped, landed)
+    return WarehouseFacts(applied, blocked, skipped, landed, certify.pointer(con) or "")
 
 
 def contiguous_ranges(dates: list[str]) -> list[tuple[str, str]]:

@@ -1,34 +1,44 @@
-"""Publishing daily aggregates and advancing the consumer pointer (versioned, monotone)."""
+"""Publishing daily aggregates: each business date is a candidate computed from the certified
+state, gated, and published as a new version only when all checks pass and content changed."""
 
 from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
+from pathlib import Path
 
 import duckdb
 import polars as pl
 
-from replay_assets.core.aggregate import aggregate_frame, content_sha256
+from replay_assets.core.aggregate import AGGREGATE_COLUMNS, aggregate_frame, content_sha256
+from replay_assets.core.gate import CheckOutcome, all_passed
+from replay_assets.storage import certify
 from replay_assets.storage.landing import insert_frame
 from replay_assets.storage.migrations import ORDER_COLUMNS
-from replay_assets.storage.status import Status, set_status
 from replay_assets.storage.warehouse import one, query_frame
 
 AGG_KEY = ["store_id", "business_date"]
+SQL_AGGREGATES = """
+    SELECT store_id, CAST(business_date AS VARCHAR) AS business_date,
+           count(DISTINCT order_id) AS order_count, count(*) AS line_count, sum(quantity) AS units,
+           sum(amount_minor) AS amount_minor, sum(cost_minor) AS cost_minor,
+           sum(amount_minor) - sum(cost_minor) AS gross_profit_minor
+    FROM orders_as_of(?) WHERE status = 'active' AND list_contains(?, CAST(business_date AS VARCHAR))
+    GROUP BY ALL ORDER BY ALL"""
 
 
 @dataclass(frozen=True)
 class Published:
     business_date: str
-    version: int
+    version: int | None  # the new version; None when nothing new was published
     content_sha256: str
-    new_version: bool
     rows: int
+    checks: tuple[CheckOutcome, ...]
+    as_of_load_date: str
 
-
-def latest_applied(con: duckdb.DuckDBPyConnection) -> str | None:
-    row = one(con, "SELECT max(load_date) FROM load_dates")
-    return str(row[0]) if row and row[0] is not None else None
+    @property
+    def certified(self) -> bool:
+        return all_passed(self.checks)
 
 
 def lines_for_dates(con: duckdb.DuckDBPyConnection, as_of: str, dates: list[str]) -> pl.DataFrame:
@@ -44,121 +54,76 @@ def lines_for_dates(con: duckdb.DuckDBPyConnection, as_of: str, dates: list[str]
     )
 
 
-def _last_publication(con: duckdb.DuckDBPyConnection, asset: str, key: str) -> tuple[int, str, str] | None:
-    row = one(
-        con,
-        """SELECT version, content_sha256, as_of_load_date FROM publications
-           WHERE asset = ? AND partition_key = ? ORDER BY version DESC LIMIT 1""",
-        [asset, key],
-    )
-    return (int(row[0]), str(row[1]), str(row[2])) if row else None
-
-
 def publish_aggregates(
-    con: duckdb.DuckDBPyConnection, dates: list[str], run_id: str | None, now: dt.datetime
+    con: duckdb.DuckDBPyConnection, home: Path, dates: list[str], run_id: str | None, now: dt.datetime
 ) -> list[Published]:
-    """Recompute each business date from state as of the latest applied load date; publish a new
-    version only when content changed (replay is a no-op); release its queued restatements."""
-    as_of = latest_applied(con)
+    """Candidates as of the certified pointer. Idempotent: same content publishes nothing new.
+    Queued restatements of a date are released only when its candidate passes."""
+    as_of = certify.pointer(con)
     if as_of is None:
         return []
-    aggregates = aggregate_frame(lines_for_dates(con, as_of, dates))
+    candidates = aggregate_frame(lines_for_dates(con, as_of, dates))
+    recomputed = query_frame(con, SQL_AGGREGATES, [as_of, dates]).cast(candidates.schema)
+    reconciliation = certify.applied_reconciliation(con, as_of)
+    first = one(con, "SELECT min(load_date) FROM load_dates")
+    certified = certify.certified_load_dates(con)
     out = []
     for day in sorted(dates):
-        rows = aggregates.filter(pl.col("business_date") == day)
-        out.append(_publish_one(con, day, rows, as_of, run_id, now))
-        con.execute(
-            """UPDATE restatement_queue SET released_at = ?
-                       WHERE business_date = ? AND load_date <= ? AND released_at IS NULL""",
-            [now, day, as_of],
+        rows = candidates.filter(pl.col("business_date") == day)
+        checks = tuple(
+            certify.aggregate_checks(
+                rows,
+                recomputed.filter(pl.col("business_date") == day),
+                reconciliation,
+                as_of,
+                str(first[0]) if first else as_of,
+                certified,
+            )
         )
-    advance_pointer(con, run_id, now)
+        digest = content_sha256(rows, AGG_KEY)
+        out.append(
+            Published(
+                day,
+                _publish_or_keep(con, home, day, rows, digest, as_of, checks, run_id, now),
+                digest,
+                rows.height,
+                checks,
+                as_of,
+            )
+        )
     return out
 
 
-def _publish_one(
+def _publish_or_keep(
     con: duckdb.DuckDBPyConnection,
+    home: Path,
     day: str,
     rows: pl.DataFrame,
+    digest: str,
     as_of: str,
+    checks: tuple[CheckOutcome, ...],
     run_id: str | None,
     now: dt.datetime,
-) -> Published:
-    digest = content_sha256(rows, AGG_KEY)
-    last = _last_publication(con, "daily_aggregates", day)
-    if last is not None and (last[1] == digest or last[2] > as_of):
-        return Published(day, last[0], last[1], False, rows.height)
-    version = 1 if last is None else last[0] + 1
-    if rows.height:
+) -> int | None:
+    if not all_passed(checks):
+        certify.record_failed_candidate(
+            con, home, "daily_aggregates", day, as_of, digest, checks, rows, run_id, now
+        )
+        return None
+    version = certify.record_publication(con, "daily_aggregates", day, as_of, digest, checks, run_id, now)
+    if version is not None and rows.height:
         insert_frame(
             con,
             "aggregate_versions",
-            rows.with_columns(
+            rows.select(AGGREGATE_COLUMNS).with_columns(
                 pl.lit(version).cast(pl.Int64).alias("publication_version"),
                 pl.lit(as_of).alias("as_of_load_date"),
                 pl.lit(now).alias("certified_at"),
             ),
         )
-    reason = "first publication" if last is None else f"restated as of load date {as_of}"
-    _record_publication(con, "daily_aggregates", day, version, as_of, digest, run_id, reason, now)
-    return Published(day, version, digest, True, rows.height)
-
-
-def _record_publication(
-    con: duckdb.DuckDBPyConnection,
-    asset: str,
-    key: str,
-    version: int,
-    as_of: str,
-    digest: str,
-    run_id: str | None,
-    reason: str,
-    now: dt.datetime,
-) -> None:
     con.execute(
-        "INSERT INTO publications VALUES (?, ?, ?, ?, ?, NULL, ?, ?, ?)",
-        [asset, key, version, as_of, digest, now, run_id, reason],
+        """UPDATE restatement_queue SET released_at = ?
+                   WHERE business_date = ? AND load_date <= ? AND released_at IS NULL""",
+        [now, day, as_of],
     )
-    status = Status.CERTIFIED if version == 1 else Status.RESTATED
-    set_status(con, asset, [key], status, reason, now, (version, digest))
-
-
-def advance_pointer(con: duckdb.DuckDBPyConnection, run_id: str | None, now: dt.datetime) -> str | None:
-    """Move ``published_load_date`` to the newest applied load date whose restatements are all
-    released (never backwards), and publish the snapshot record of every load date it covers."""
-    row = one(
-        con,
-        """
-        SELECT max(load_date) FROM load_dates WHERE load_date < coalesce(
-          (SELECT min(load_date) FROM restatement_queue WHERE released_at IS NULL), '9999-12-31')
-    """,
-    )
-    target = str(row[0]) if row and row[0] is not None else None
-    current = one(con, "SELECT value FROM pointers WHERE name = 'published_load_date'")
-    if target is None or (current is not None and str(current[0]) >= target):
-        target = str(current[0]) if current else None
-    else:
-        con.execute("INSERT OR REPLACE INTO pointers VALUES ('published_load_date', ?)", [target])
-    if target is not None:
-        _publish_snapshots(con, target, run_id, now)
-    return target
-
-
-def _publish_snapshots(
-    con: duckdb.DuckDBPyConnection, upto: str, run_id: str | None, now: dt.datetime
-) -> None:
-    changed = con.execute(
-        """
-        SELECT s.load_date, s.content_sha256 FROM snapshots s
-        WHERE s.load_date <= ? AND s.content_sha256 IS DISTINCT FROM (
-          SELECT p.content_sha256 FROM publications p
-          WHERE p.asset = 'current_orders' AND p.partition_key = s.load_date
-          ORDER BY p.version DESC LIMIT 1)
-        ORDER BY s.load_date""",
-        [upto],
-    ).fetchall()
-    for day, digest in changed:
-        last = _last_publication(con, "current_orders", day)
-        version = 1 if last is None else last[0] + 1
-        reason = "load date applied" if last is None else "load date folded again"
-        _record_publication(con, "current_orders", day, version, day, digest, run_id, reason, now)
+    return version

@@ -7,7 +7,7 @@ from typing import Any
 import duckdb
 import polars as pl
 
-from replay_assets.core.aggregate import Controls, content_sha256, controls_of
+from replay_assets.core.aggregate import content_sha256
 from replay_assets.core.events import canonical_json, sha256_text
 from replay_assets.core.fold import COMMITTED_SCHEMA, REGISTRY_SCHEMA
 from replay_assets.storage.migrations import CUSTOMER_COLUMNS, ORDER_COLUMNS
@@ -86,13 +86,13 @@ def customers_as_of(con: duckdb.DuckDBPyConnection, load_date: str) -> pl.DataFr
     return query_frame(con, sql, [load_date])
 
 
-def snapshot_of(con: duckdb.DuckDBPyConnection, load_date: str) -> tuple[Controls, int, str]:
-    """Controls, row count and content hash of the whole state as of ``load_date``."""
-    orders = orders_as_of(con, load_date)
-    customers = customers_as_of(con, load_date)
-    parts = [content_sha256(orders, ["order_id", "line_no"]), content_sha256(customers, ["customer_id"])]
-    digest = sha256_text(canonical_json({"orders": parts[0], "customers": parts[1]}))
-    return controls_of(orders), orders.height + customers.height, digest
+def snapshot_digest(orders: pl.DataFrame, customers: pl.DataFrame) -> str:
+    """Content hash of a state snapshot: its images and versions, not where they came from."""
+    parts = {
+        "orders": content_sha256(orders, ["order_id", "line_no"]),
+        "customers": content_sha256(customers, ["customer_id"]),
+    }
+    return sha256_text(canonical_json(parts))
 
 
 def history_rows(con: duckdb.DuckDBPyConnection, table: str, load_date: str) -> pl.DataFrame:

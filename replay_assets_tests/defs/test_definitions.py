@@ -80,16 +80,28 @@ def test_sensors_skip_the_tick_while_the_warehouse_is_busy(settings) -> None:  #
             assert isinstance(result, dg.SkipReason) and ErrorCode.WAREHOUSE_BUSY in str(result.skip_message)
 
 
-def test_materializing_a_load_date_before_its_predecessor_is_refused(settings) -> None:  # type: ignore[no-untyped-def]
+def test_materializing_a_load_date_before_its_predecessor_is_a_failed_candidate(settings) -> None:  # type: ignore[no-untyped-def]
     seed001.deliver_baseline(settings.landing)
     seed001.deliver_cdc(settings.landing, "B20260921-CDC-A", "2026-09-21", "2026-09-21T08:12:00Z")
     assets = build_assets(settings)
     resources = {"replay": ReplayResource.for_settings(settings)}
     early = dg.materialize(assets[:2], partition_key="2026-09-21", resources=resources, raise_on_error=False)
-    assert not early.success
-    failure = early.get_step_failure_events()[0].step_failure_data.error
-    assert failure is not None and ErrorCode.PREDECESSOR_NOT_APPLIED in failure.message
+    assert not early.success  # the blocking check failed inside the building step
+    checks = {e.check_name: e for e in early.get_asset_check_evaluations()}
+    completeness = checks["upstream_load_dates_certified"]
+    assert not completeness.passed and completeness.severity is dg.AssetCheckSeverity.ERROR
+    assert completeness.description == "MISSING_UPSTREAM_LOAD_DATE 2026-09-20"
+    assert all(c.passed for name, c in checks.items() if name != "upstream_load_dates_certified")
+    pipeline = ReplayResource.for_settings(settings).pipeline()
+    with pipeline.warehouse.connect() as con:
+        assert con.execute("SELECT count(*) FROM load_dates").fetchall() == [(0,)]
+        assert con.execute("SELECT count(*) FROM order_history").fetchall() == [(0,)]
+        [(reason, path)] = con.execute("SELECT reason, rows_path FROM candidates").fetchall()
+    assert "MISSING_UPSTREAM_LOAD_DATE 2026-09-20" in reason and Path(path).exists()
     ok = dg.materialize(assets[:2], partition_key="2026-09-20", resources=resources)
     assert ok.success
     meta = ok.asset_materializations_for_node("current_state")[0].metadata
     assert meta["controls (lines, orders, units, amount, cost, profit)"].value == "(8, 5, 10, 690, 425, 265)"
+    assert all(e.passed for e in ok.get_asset_check_evaluations())
+    again = dg.materialize(assets[:2], partition_key="2026-09-21", resources=resources)
+    assert again.success  # the pointer moved: the same input is tried again and certified

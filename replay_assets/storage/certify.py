@@ -1,0 +1,247 @@
+"""Evaluating the publish gate against exactly a candidate's state, and recording the verdict:
+a certified publication (versioned, monotone) or a failed candidate kept out of view."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import duckdb
+import polars as pl
+
+from replay_assets.core.aggregate import Controls, controls_of
+from replay_assets.core.gate import (
+    CheckOutcome,
+    check_completeness,
+    check_non_negative,
+    check_reconciliation,
+    check_schema,
+    check_totals,
+    check_unique_keys,
+    failures,
+)
+from replay_assets.core.schemas import CUSTOMER_STATE, DAILY_AGGREGATES, ORDER_STATE
+from replay_assets.core.state import Counts
+from replay_assets.storage.landing_area import atomic_write
+from replay_assets.storage.status import Status, set_status
+from replay_assets.storage.warehouse import one, query_frame
+
+RECON_COLUMNS = ("batch_id", "source_events", "accepted", "rejected", "skipped_duplicate", "skipped_stale")
+SQL_CONTROLS = """
+    SELECT count(*) FILTER (WHERE status = 'active'),
+           count(DISTINCT order_id) FILTER (WHERE status = 'active'),
+           coalesce(sum(quantity) FILTER (WHERE status = 'active'), 0),
+           coalesce(sum(amount_minor) FILTER (WHERE status = 'active'), 0),
+           coalesce(sum(cost_minor) FILTER (WHERE status = 'active'), 0),
+           coalesce(sum(amount_minor - cost_minor) FILTER (WHERE status = 'active'), 0)
+    FROM orders_as_of(?)"""
+
+
+def certified_load_dates(con: duckdb.DuckDBPyConnection) -> set[str]:
+    rows = con.execute(
+        "SELECT DISTINCT partition_key FROM publications WHERE asset = 'current_orders'"
+    ).fetchall()
+    return {str(r[0]) for r in rows}
+
+
+def pointer(con: duckdb.DuckDBPyConnection) -> str | None:
+    row = one(con, "SELECT value FROM pointers WHERE name = 'published_load_date'")
+    return str(row[0]) if row else None
+
+
+def recomputed_controls(con: duckdb.DuckDBPyConnection, day: str) -> Controls:
+    """Controls by SQL over the history macro: a path independent of the polars one."""
+    row = one(con, SQL_CONTROLS, [day])
+    assert row is not None
+    return Controls(*(int(v) for v in row))
+
+
+def counts_frame(counts: dict[str, Counts]) -> pl.DataFrame:
+    return pl.DataFrame(
+        [{"batch_id": b, **c.__dict__} for b, c in counts.items()],
+        schema={c: (pl.String if c == "batch_id" else pl.Int64) for c in RECON_COLUMNS},
+    )
+
+
+def state_checks(
+    con: duckdb.DuckDBPyConnection,
+    day: str,
+    orders: pl.DataFrame,
+    customers: pl.DataFrame,
+    counts: dict[str, Counts],
+    first: str,
+) -> list[CheckOutcome]:
+    """The gate of a load date's state snapshot (orders and customers as of ``day``)."""
+    return [
+        check_schema(
+            {"current_orders": (ORDER_STATE, orders), "current_customers": (CUSTOMER_STATE, customers)}
+        ),
+        check_unique_keys(
+            {
+                "current_orders": (orders, ["order_id", "line_no"]),
+                "current_customers": (customers, ["customer_id"]),
+            }
+        ),
+        check_reconciliation(counts_frame(counts)),
+        check_totals(controls_of(orders), recomputed_controls(con, day)),
+        check_completeness(day, first, certified_load_dates(con)),
+        check_non_negative(
+            {"current_orders": (orders, ["order_id", "line_no"], ["quantity", "amount_minor", "cost_minor"])}
+        ),
+    ]
+
+
+def applied_reconciliation(con: duckdb.DuckDBPyConnection, as_of: str) -> pl.DataFrame:
+    return query_frame(
+        con,
+        f"""SELECT {", ".join(RECON_COLUMNS)} FROM reconciliation
+                                WHERE status = 'APPLIED' AND load_date <= ?""",
+        [as_of],
+    )
+
+
+def aggregate_checks(
+    rows: pl.DataFrame,
+    recomputed: pl.DataFrame,
+    reconciliation: pl.DataFrame,
+    as_of: str,
+    first: str,
+    certified: set[str],
+) -> list[CheckOutcome]:
+    """The gate of one business date's aggregates computed as of ``as_of``."""
+    after = (dt.date.fromisoformat(as_of) + dt.timedelta(days=1)).isoformat()
+    return [
+        check_schema({"daily_aggregates": (DAILY_AGGREGATES, rows)}),
+        check_unique_keys({"daily_aggregates": (rows, ["store_id", "business_date"])}),
+        check_reconciliation(reconciliation),
+        check_totals(_sums(rows), _sums(recomputed)),
+        check_completeness(after, first, certified),
+        check_non_negative(
+            {
+                "daily_aggregates": (
+                    rows,
+                    ["store_id", "business_date"],
+                    ["units", "amount_minor", "cost_minor"],
+                )
+            }
+        ),
+    ]
+
+
+def _sums(rows: pl.DataFrame) -> Controls:
+    cols = ("line_count", "order_count", "units", "amount_minor", "cost_minor", "gross_profit_minor")
+    return Controls(*(int(rows[c].sum() or 0) for c in cols))
+
+
+def checks_json(outcomes: Sequence[CheckOutcome]) -> str:
+    return json.dumps(
+        {str(o.check): {"passed": o.passed, "summary": o.summary} for o in outcomes}, sort_keys=True
+    )
+
+
+def last_publication(con: duckdb.DuckDBPyConnection, asset: str, key: str) -> tuple[int, str, str] | None:
+    row = one(
+        con,
+        """SELECT version, content_sha256, as_of_load_date FROM publications
+                      WHERE asset = ? AND partition_key = ? ORDER BY version DESC LIMIT 1""",
+        [asset, key],
+    )
+    return (int(row[0]), str(row[1]), str(row[2])) if row else None
+
+
+def record_publication(
+    con: duckdb.DuckDBPyConnection,
+    asset: str,
+    key: str,
+    as_of: str,
+    digest: str,
+    outcomes: Sequence[CheckOutcome],
+    run_id: str | None,
+    now: dt.datetime,
+) -> int | None:
+    """Publish a new version when the content changed and ``as_of`` is not older than the last
+    publication (monotone). Returns the new version, or None when nothing new was published."""
+    last = last_publication(con, asset, key)
+    if last is not None and (last[1] == digest or last[2] > as_of):
+        set_status(
+            con,
+            asset,
+            [key],
+            Status.RESTATED if last[0] > 1 else Status.CERTIFIED,
+            "unchanged: re-audited" if last[1] == digest else "a newer publication stays",
+            now,
+        )
+        return None
+    version = 1 if last is None else last[0] + 1
+    reason = "first publication" if last is None else f"restated as of load date {as_of}"
+    con.execute(
+        "INSERT INTO publications VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [asset, key, version, as_of, digest, checks_json(outcomes), now, run_id, reason],
+    )
+    set_status(
+        con,
+        asset,
+        [key],
+        Status.CERTIFIED if version == 1 else Status.RESTATED,
+        reason,
+        now,
+        (version, digest),
+    )
+    return version
+
+
+def certify_state(
+    con: duckdb.DuckDBPyConnection,
+    day: str,
+    digest: str,
+    outcomes: Sequence[CheckOutcome],
+    run_id: str | None,
+    now: dt.datetime,
+) -> None:
+    """Publish the load date's snapshot and move the consumer pointer to it (never backwards)."""
+    record_publication(con, "current_orders", day, day, digest, outcomes, run_id, now)
+    current = pointer(con)
+    if current is None or current < day:
+        con.execute("INSERT OR REPLACE INTO pointers VALUES ('published_load_date', ?)", [day])
+
+
+def record_failed_candidate(
+    con: duckdb.DuckDBPyConnection,
+    home: Path,
+    asset: str,
+    key: str,
+    as_of: str,
+    digest: str,
+    outcomes: Sequence[CheckOutcome],
+    rows: pl.DataFrame,
+    run_id: str | None,
+    now: dt.datetime,
+) -> Path:
+    """Keep a failed candidate inspectable (its rows as Parquet, its reasons in the warehouse)
+    while the last certified version stays visible."""
+    path = home / "candidates" / asset / key / f"{digest[:16]}.parquet"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    rows.write_parquet(tmp)
+    atomic_write(path, tmp.read_bytes())
+    tmp.unlink()
+    reason = failures(outcomes)
+    con.execute(
+        "INSERT INTO candidates VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            asset,
+            key,
+            as_of,
+            digest,
+            checks_json(outcomes),
+            reason,
+            now,
+            run_id,
+            str(path),
+            path.stat().st_size,
+        ],
+    )
+    set_status(con, asset, [key], Status.FAILED_CANDIDATE, reason, now)
+    return path
