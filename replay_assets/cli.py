@@ -62,6 +62,7 @@ def cmd_land(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     session = _session(args)
     summary = session.run(progress=print)
+    session.pipeline.refresh_published()
     decision = session.pipeline.record_plan_status()
     problems = [p for p in decision.plans if p.problem]
     applied = sum(1 for p in decision.plans if p.status is DateStatus.APPLIED)

@@ -15,6 +15,7 @@ from replay_assets.core.events import ValidationContext, canonical_json, sha256_
 from replay_assets.core.manifest import Manifest
 from replay_assets.core.plan import DatePlan, DateStatus, WarehouseFacts, next_to_apply, plan_load_dates
 from replay_assets.storage import certify, failpoints, landing_area
+from replay_assets.storage import published as published_copy
 from replay_assets.storage.apply import ApplyResult, Mode, apply_load_date
 from replay_assets.storage.landing import Landed, land_batch
 from replay_assets.storage.publish import Published, publish_aggregates
@@ -140,6 +141,8 @@ class Pipeline:
             result = rollback.result
             self._keep_failed_state(rollback.plan, result, run_id)
         failpoints.hit(self.settings.fail_point, "apply.after_commit")
+        if result.status in (Mode.APPLY, Mode.RESTATE):
+            self.refresh_published()
         if result.status is Mode.BLOCKED:
             raise ReplayError(ErrorCode.BATCH_BLOCKED, f"load date {load_date}: {result.reasons[0]}")
         return result
@@ -172,7 +175,15 @@ class Pipeline:
 
     def publish(self, business_dates: list[str], run_id: str | None) -> list[Published]:
         with self.warehouse.transaction() as con:
-            return publish_aggregates(con, self.settings.home, business_dates, run_id, self.now())
+            published = publish_aggregates(con, self.settings.home, business_dates, run_id, self.now())
+        self.refresh_published()
+        return published
+
+    def refresh_published(self) -> list[str]:
+        """Export what is certified to the published copy (idempotent; after a crash between a
+        commit and its export, the next call catches up)."""
+        with self.warehouse.connect() as con:
+            return published_copy.refresh(con, self.settings.home)
 
     def pending_restatements(self, timeout: float | None = None) -> tuple[list[tuple[str, str]], str]:
         """Contiguous ranges of business dates with queued groups, and a key for the queue state."""
