@@ -70,7 +70,7 @@ def build_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         every line kept as an immutable receipt, rejected events kept with their reasons.
         Evidence, not certified data."""
         try:
-            landed = replay.pipeline().land(context.partition_key)
+            landed = replay.pipeline().land(context.partition_key, context.run.run_id)
         except ReplayError as error:
             raise _fail(error) from error
         return dg.MaterializeResult(

@@ -52,6 +52,7 @@ class ApplyResult:
     reasons: tuple[str, ...] = ()
     checks: tuple[CheckOutcome, ...] = ()
     candidate_rows: pl.DataFrame | None = None  # the history rows a failed candidate would write
+    rows_written: int = 0
 
 
 def operation_id(kind: str, partition_key: str, input_identity: str) -> str:
@@ -138,9 +139,10 @@ def apply_load_date(
     )
     dates = tuple(sorted(set(groups["business_date"].to_list())))
     result = _result(con, day, mode, counts, dates, first_date, run_id, now)
+    written = replace(result, rows_written=orders.height + customers.height + groups.height + len(counts))
     if result.status is Mode.FAILED:
-        return replace(result, candidate_rows=pl.concat([orders, customers], how="diagonal"))
-    return result
+        return replace(written, candidate_rows=pl.concat([orders, customers], how="diagonal"))
+    return written
 
 
 def _result(

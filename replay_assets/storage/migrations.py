@@ -123,6 +123,11 @@ _V2 = [
         content_sha256 VARCHAR NOT NULL, checks VARCHAR NOT NULL, reason VARCHAR NOT NULL,
         created_at TIMESTAMPTZ NOT NULL, run_id VARCHAR, rows_path VARCHAR NOT NULL,
         rows_bytes BIGINT NOT NULL)""",
+    """CREATE TABLE costs (
+        run_id VARCHAR, step VARCHAR NOT NULL, partition_key VARCHAR NOT NULL, batch_id VARCHAR,
+        events BIGINT NOT NULL, bytes_read BIGINT NOT NULL, cpu_seconds DOUBLE NOT NULL,
+        wall_seconds DOUBLE NOT NULL, rows_written BIGINT NOT NULL, candidate_bytes BIGINT NOT NULL,
+        recorded_at TIMESTAMPTZ NOT NULL)""",
 ]
 
 MIGRATIONS: list[tuple[int, list[str]]] = [(1, _V1), (2, _V2)]

@@ -17,6 +17,7 @@ from replay_assets.core.plan import DatePlan, DateStatus, WarehouseFacts, next_t
 from replay_assets.storage import certify, failpoints, landing_area
 from replay_assets.storage import published as published_copy
 from replay_assets.storage.apply import ApplyResult, Mode, apply_load_date
+from replay_assets.storage.costs import Cost, measure, record_cost
 from replay_assets.storage.landing import Landed, land_batch
 from replay_assets.storage.publish import Published, publish_aggregates
 from replay_assets.storage.status import Status, set_status
@@ -37,10 +38,11 @@ STATUS_OF = {
 class _Rollback(Exception):
     """Raised inside the apply transaction to undo a candidate that failed its gate."""
 
-    def __init__(self, result: ApplyResult, plan: DatePlan) -> None:
+    def __init__(self, result: ApplyResult, plan: DatePlan, cost: Cost) -> None:
         super().__init__(result.load_date)
         self.result = result
         self.plan = plan
+        self.cost = cost
 
 
 def real_now() -> dt.datetime:
@@ -81,7 +83,7 @@ class Pipeline:
         with self.warehouse.connect(timeout) as con:
             return self._decide(con)[0]
 
-    def land(self, load_date: str) -> list[Landed]:
+    def land(self, load_date: str, run_id: str | None = None) -> list[Landed]:
         """Verify every active batch of the load date (sha256, counts), then land them all; a
         mismatch records BLOCKED_UPSTREAM naming the file and lands nothing."""
         with self.warehouse.transaction() as con:
@@ -102,9 +104,27 @@ class Pipeline:
                     break
                 verified.append((manifest, files))
             else:
-                return [
-                    land_batch(con, m, files, self.validation_context(m), self.now()) for m, files in verified
-                ]
+                landed = []
+                for manifest, files in verified:
+                    with measure() as cost:
+                        batch = land_batch(
+                            con, manifest, files, self.validation_context(manifest), self.now()
+                        )
+                    landed.append(batch)
+                    if batch.new:
+                        record_cost(
+                            con,
+                            run_id,
+                            "land",
+                            load_date,
+                            cost,
+                            batch.batch_id,
+                            batch.source_events,
+                            batch.bytes_read,
+                            2 * batch.source_events,
+                            self.now(),
+                        )
+                return landed
         raise ReplayError(ErrorCode.NOT_READY, f"load date {load_date}: {problem}")
 
     def validation_context(self, manifest: Manifest) -> ValidationContext:
@@ -131,15 +151,17 @@ class Pipeline:
                         ErrorCode.NOT_READY, f"load date {load_date} is {plan.status}: {plan.reason}"
                     )
                 _require_landed(con, plan)
-                result = apply_load_date(
-                    con, plan, decision.plans[0].load_date, run_id, self.now(), sealed_ok
-                )
+                with measure() as cost:
+                    result = apply_load_date(
+                        con, plan, decision.plans[0].load_date, run_id, self.now(), sealed_ok
+                    )
                 if result.status is Mode.FAILED:
-                    raise _Rollback(result, plan)
+                    raise _Rollback(result, plan, cost)
+                self._record_apply_cost(con, result, cost, run_id, 0)
                 failpoints.hit(self.settings.fail_point, "apply.before_commit")
         except _Rollback as rollback:
             result = rollback.result
-            self._keep_failed_state(rollback.plan, result, run_id)
+            self._keep_failed_state(rollback.plan, result, rollback.cost, run_id)
         failpoints.hit(self.settings.fail_point, "apply.after_commit")
         if result.status in (Mode.APPLY, Mode.RESTATE):
             self.refresh_published()
@@ -147,10 +169,33 @@ class Pipeline:
             raise ReplayError(ErrorCode.BATCH_BLOCKED, f"load date {load_date}: {result.reasons[0]}")
         return result
 
-    def _keep_failed_state(self, plan: DatePlan, result: ApplyResult, run_id: str | None) -> None:
+    def _record_apply_cost(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        result: ApplyResult,
+        cost: Cost,
+        run_id: str | None,
+        candidate_bytes: int,
+    ) -> None:
+        events = sum(c.source_events for c in result.counts.values())
+        record_cost(
+            con,
+            run_id,
+            "apply",
+            result.load_date,
+            cost,
+            None,
+            events,
+            0,
+            result.rows_written,
+            self.now(),
+            candidate_bytes,
+        )
+
+    def _keep_failed_state(self, plan: DatePlan, result: ApplyResult, cost: Cost, run_id: str | None) -> None:
         assert result.candidate_rows is not None and result.content_sha256 is not None
         with self.warehouse.transaction() as con:
-            certify.record_failed_candidate(
+            path = certify.record_failed_candidate(
                 con,
                 self.settings.home,
                 "current_orders",
@@ -162,6 +207,7 @@ class Pipeline:
                 run_id,
                 self.now(),
             )
+            self._record_apply_cost(con, result, cost, run_id, path.stat().st_size)
             con.execute(
                 "INSERT INTO load_date_attempts VALUES (?, ?, ?, ?, ?)",
                 [
@@ -174,8 +220,23 @@ class Pipeline:
             )
 
     def publish(self, business_dates: list[str], run_id: str | None) -> list[Published]:
-        with self.warehouse.transaction() as con:
+        with self.warehouse.transaction() as con, measure() as cost:
             published = publish_aggregates(con, self.settings.home, business_dates, run_id, self.now())
+        with self.warehouse.transaction() as con:
+            key = f"{min(business_dates)}..{max(business_dates)}" if business_dates else ""
+            record_cost(
+                con,
+                run_id,
+                "publish",
+                key,
+                cost,
+                None,
+                0,
+                0,
+                sum(p.rows for p in published),
+                self.now(),
+                sum(p.candidate_bytes for p in published),
+            )
         self.refresh_published()
         return published
 

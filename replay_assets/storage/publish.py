@@ -35,6 +35,7 @@ class Published:
     rows: int
     checks: tuple[CheckOutcome, ...]
     as_of_load_date: str
+    candidate_bytes: int = 0  # temporary storage a failed candidate keeps for inspection
 
     @property
     def certified(self) -> bool:

@@ -1,0 +1,61 @@
+"""Cost evidence (SPEC 7): per batch and per step, the events, bytes read, CPU and wall seconds,
+rows written and the temporary storage failed candidates keep."""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import duckdb
+
+
+@dataclass
+class Cost:
+    cpu_seconds: float = 0.0
+    wall_seconds: float = 0.0
+
+
+@contextmanager
+def measure() -> Iterator[Cost]:
+    """CPU and wall seconds of the body (process CPU: the pipeline runs steps in-process)."""
+    cost = Cost()
+    cpu, wall = time.process_time(), time.perf_counter()
+    try:
+        yield cost
+    finally:
+        cost.cpu_seconds = time.process_time() - cpu
+        cost.wall_seconds = time.perf_counter() - wall
+
+
+def record_cost(
+    con: duckdb.DuckDBPyConnection,
+    run_id: str | None,
+    step: str,
+    partition_key: str,
+    cost: Cost,
+    batch_id: str | None,
+    events: int,
+    bytes_read: int,
+    rows_written: int,
+    now: dt.datetime,
+    candidate_bytes: int = 0,
+) -> None:
+    con.execute(
+        "INSERT INTO costs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            run_id,
+            step,
+            partition_key,
+            batch_id,
+            events,
+            bytes_read,
+            round(cost.cpu_seconds, 6),
+            round(cost.wall_seconds, 6),
+            rows_written,
+            candidate_bytes,
+            now,
+        ],
+    )
