@@ -30,13 +30,15 @@ def _session(args: argparse.Namespace) -> Session:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from replay_assets.demo import seed000_demo, seed001_demo
+    from replay_assets.demo import seed000_demo, seed001_demo, seed002_demo
 
     started = time.monotonic()
     root = Path(args.home) if args.home else Path(tempfile.mkdtemp(prefix="replay-assets-demo-"))
     seed000_demo(root / "seed000", print)
     print()
     seed001_demo(root / "seed001", print)
+    print()
+    seed002_demo(root / "seed002", print)
     print(f"\ndemo homes under {root}; {time.monotonic() - started:.1f} s")
     return 0
 

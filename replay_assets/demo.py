@@ -9,7 +9,7 @@ from typing import Any
 
 from replay_assets.core.config import Settings
 from replay_assets.core.manifest import parse_instant
-from replay_assets.scenarios import fixture, seed000, seed001
+from replay_assets.scenarios import fixture, seed000, seed001, seed002
 from replay_assets.session import Session
 
 Print = Callable[[str], None]
@@ -173,3 +173,109 @@ def _print_seed001(out: Print, f: dict[str, Any]) -> None:
     out(f"  after `resolve --action skip`: hash unchanged {f['resolved_sha256'] == f['final_sha256']}")
     out(f"  shuffled across three batches gives the same state: {f['shuffled_sha256'] == f['final_sha256']}")
     out(f"  final_sha256 {f['final_sha256']}")
+
+
+RECEIPTS_SQL = """SELECT order_id, version, status, store_id, CAST(business_date AS VARCHAR) AS business_date,
+    amount_minor FROM current_orders ORDER BY order_id"""
+DAILY_VERSIONS_SQL = """SELECT store_id, CAST(business_date AS VARCHAR) AS business_date, order_count,
+    amount_minor, publication_version AS version FROM daily_aggregates ORDER BY business_date, store_id"""
+
+
+def seed002_demo(home: Path, out: Print) -> dict[str, Any]:
+    """Shuffled receipts through source order, a delete no replay resurrects, a late receipt that
+    restates a published day, an unbalanced reconciliation and a backfill over a missing day that
+    both stay out of view."""
+    s = session_for(home, seed002.NOW)
+    landing = s.settings.landing
+    seed002.deliver_shuffled(landing)
+    s.run()
+    first = {"orders": s.query(RECEIPTS_SQL), "daily": s.query(DAILY_VERSIONS_SQL)}
+    seed002.deliver_replay_and_late(landing)
+    s.run()
+    late = s.query("""SELECT source_events, accepted, rejected, skipped_duplicate, skipped_stale
+                      FROM reconciliation WHERE batch_id = 'POS-1003'""")[0]
+    versions = s.query("""SELECT publication_version AS version, order_count, amount_minor
+        FROM aggregate_versions WHERE business_date = '2026-10-01' AND store_id = 's1' ORDER BY 1""")
+    hashes = s.query("SELECT asset, partition_key, version, content_sha256 FROM publications ORDER BY ALL")
+    seed002.deliver_shuffled(landing)  # the same input again
+    seed002.deliver_replay_and_late(landing)
+    s.run()
+    replay_unchanged = hashes == s.query(
+        "SELECT asset, partition_key, version, content_sha256 FROM publications ORDER BY ALL"
+    )
+    unbalanced = _unbalanced_day(s)
+    final = {"orders": s.query(RECEIPTS_SQL), "daily": s.query(DAILY_VERSIONS_SQL)}
+    s.close()
+    backfill = _backfill_over_a_gap(home.parent / f"{home.name}-backfill")
+    figures = {
+        "first": first,
+        "late_reconciliation": late,
+        "versions_2026_10_01": versions,
+        "replay_unchanged": replay_unchanged,
+        "unbalanced": unbalanced,
+        "final": final,
+        "backfill": backfill,
+    }
+    _print_seed002(out, figures)
+    return figures
+
+
+def _unbalanced_day(s: Session) -> dict[str, Any]:
+    day = "2026-10-04"
+    seed002.deliver_unbalanced_day(s.settings.landing, day)
+    s.pipeline.land(day)
+    with s.pipeline.warehouse.transaction() as con:  # the deliberate fault: lose the rejection evidence
+        con.execute("DELETE FROM rejected_events WHERE batch_id = ?", [f"POS-{day}"])
+    summary = s.run()
+    candidate = s.query("SELECT reason, rows_bytes FROM candidates WHERE partition_key = ?", [day])
+    pointer = s.query("SELECT value FROM pointers")[0]["value"]
+    return {"runs_failed": len(summary.failed), "candidate": candidate, "pointer": pointer}
+
+
+def _backfill_over_a_gap(home: Path) -> dict[str, Any]:
+    settings = Settings(
+        home=home,
+        fixed_now=parse_instant(seed002.NOW, "now"),
+        sources={seed002.SOURCE: seed002.BACKFILL["certified"]},
+    )
+    s = Session(settings, home / "dagster")
+    seed002.deliver_backfill_case(settings.landing)
+    s.run()
+    statuses = {p.load_date: str(p.status) for p in s.pipeline.decide().plans}
+    ok = s.backfill_in_process(seed002.BACKFILL["range"], "replay the days after the gap")
+    candidates = s.query("""SELECT partition_key, reason, rows_bytes FROM candidates
+                            WHERE asset = 'current_orders' ORDER BY partition_key""")
+    visible = s.query("SELECT max(CAST(load_date AS VARCHAR)) AS d, count(*) AS n FROM current_orders")[0]
+    applied = s.query("SELECT load_date FROM load_dates ORDER BY 1")
+    cost = s.query("SELECT sum(candidate_bytes) AS b FROM costs WHERE step = 'apply'")[0]["b"]
+    s.close()
+    return {
+        "statuses": statuses,
+        "runs_ok": ok,
+        "candidates": candidates,
+        "visible": visible,
+        "applied": [a["load_date"] for a in applied],
+        "candidate_bytes": int(cost or 0),
+    }
+
+
+def _print_seed002(out: Print, f: dict[str, Any]) -> None:
+    out("seed 002 — replayable receipts behind a publish gate")
+    table(out, "current_orders after the shuffled day", f["first"]["orders"])
+    out(f"  replayed update, older update of the deleted r2, late receipt: {f['late_reconciliation']}")
+    table(out, "2026-10-01 / s1 versions (version 1 retained)", f["versions_2026_10_01"])
+    out(f"  same input again: every publication hash unchanged {f['replay_unchanged']}")
+    u = f["unbalanced"]
+    out(
+        f"  unbalanced reconciliation: {u['runs_failed']} run failed; consumers stay at {u['pointer']}; "
+        f"candidate kept: {u['candidate'][0]['reason'] if u['candidate'] else None}"
+    )
+    b = f["backfill"]
+    days, gap = ", ".join(seed002.BACKFILL["range"]), seed002.BACKFILL["never_delivered"]
+    out(
+        f"  backfill over {days} with {gap} never delivered: runs ok {b['runs_ok']}; "
+        f"applied {b['applied']}; consumers see {b['visible']['d']}"
+    )
+    for c in b["candidates"]:
+        out(f"    failed candidate {c['partition_key']}: {c['reason']} ({c['rows_bytes']} bytes kept)")
+    table(out, "daily_aggregates (certified only)", f["final"]["daily"])

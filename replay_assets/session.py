@@ -10,8 +10,9 @@ from pathlib import Path
 import dagster as dg
 
 from replay_assets.core.config import Settings
+from replay_assets.core.events import canonical_json, sha256_text
 from replay_assets.definitions import build_definitions
-from replay_assets.runner import RunSummary, exclusive_run, instance_for, refuse_if_daemon, run_pending
+from replay_assets.runner import QUIET, RunSummary, exclusive_run, instance_for, refuse_if_daemon, run_pending
 from replay_assets.storage.pipeline import Pipeline
 from replay_assets.storage.warehouse import query_frame
 
@@ -43,6 +44,20 @@ class Session:
         with exclusive_run(self.settings.home):
             refuse_if_daemon(self.instance)
             return run_pending(self.defs, self.instance, self.pipeline, progress)
+
+    def backfill_in_process(self, partitions: list[str], note: str) -> list[bool]:
+        """The runs of a load-date backfill, executed here in order, each tagged as a backfill run
+        in the backfill lane (``replay-assets backfill`` of the operations issue launches a real
+        Dagster backfill instead). Returns each run's success."""
+        job = self.defs.resolve_job_def("apply_load_date_job")
+        backfill_id = sha256_text(canonical_json([partitions, note]))[:12]
+        tags = {"dagster/backfill": backfill_id, "replay/lane": "backfill", "replay/note": note}
+        return [
+            job.execute_in_process(
+                run_config=QUIET, instance=self.instance, partition_key=key, tags=tags, raise_on_error=False
+            ).success
+            for key in partitions
+        ]
 
     def run_in_subprocess(self, fail_point: str | None = None) -> int:
         """``replay-assets run`` in a child process (crash tests kill it at ``fail_point``)."""
