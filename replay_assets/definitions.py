@@ -7,7 +7,7 @@ import os
 import dagster as dg
 
 from replay_assets.core.config import Settings, config_path, settings_from
-from replay_assets.defs.assets import build_assets
+from replay_assets.defs.assets import build_assets, build_reverification_checks
 from replay_assets.defs.resources import ReplayResource
 from replay_assets.defs.sensors import build_sensors
 
@@ -32,6 +32,7 @@ def build_definitions(settings: Settings) -> dg.Definitions:
     )
     return dg.Definitions(
         assets=assets,
+        asset_checks=build_reverification_checks(),
         jobs=[apply_job, restate_job],
         sensors=build_sensors(apply_job.name, restate_job.name),
         resources={"replay": ReplayResource.for_settings(settings)},

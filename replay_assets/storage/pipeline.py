@@ -14,7 +14,7 @@ from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.events import ValidationContext, canonical_json, sha256_text
 from replay_assets.core.manifest import Manifest
 from replay_assets.core.plan import DatePlan, DateStatus, WarehouseFacts, next_to_apply, plan_load_dates
-from replay_assets.storage import certify, failpoints, landing_area
+from replay_assets.storage import certify, failpoints, landing_area, reverify
 from replay_assets.storage import published as published_copy
 from replay_assets.storage.apply import ApplyResult, Mode, apply_load_date
 from replay_assets.storage.costs import Cost, measure, record_cost
@@ -239,6 +239,15 @@ class Pipeline:
             )
         self.refresh_published()
         return published
+
+    def reverify(self, asset: str) -> reverify.Verdict:
+        """Recompute published partitions as of their own load dates (read-only)."""
+        with self.warehouse.connect() as con:
+            return (
+                reverify.reverify_state(con)
+                if asset == "current_orders"
+                else reverify.reverify_aggregates(con)
+            )
 
     def refresh_published(self) -> list[str]:
         """Export what is certified to the published copy (idempotent; after a crash between a

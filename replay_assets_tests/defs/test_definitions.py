@@ -105,3 +105,27 @@ def test_materializing_a_load_date_before_its_predecessor_is_a_failed_candidate(
     assert all(e.passed for e in ok.get_asset_check_evaluations())
     again = dg.materialize(assets[:2], partition_key="2026-09-21", resources=resources)
     assert again.success  # the pointer moved: the same input is tried again and certified
+
+
+def test_reverification_checks_recompute_publications_as_of_their_load_date(settings) -> None:  # type: ignore[no-untyped-def]
+    from replay_assets.storage.pipeline import Pipeline
+    from replay_assets_tests.helpers import drive
+
+    pipeline = Pipeline(settings)
+    seed001.deliver_baseline(settings.landing)
+    seed001.deliver_cdc(settings.landing, "B20260921-CDC-A", "2026-09-21", "2026-09-21T08:12:00Z")
+    drive(pipeline)
+    defs = build_definitions(settings)
+    checks = [
+        dg.AssetCheckKey(dg.AssetKey(a), "publications_match_recomputation")
+        for a in ("current_orders", "daily_aggregates")
+    ]
+    job = defs.resolve_implicit_global_asset_job_def().get_subset(asset_check_selection=set(checks))
+    assert all(e.passed for e in job.execute_in_process().get_asset_check_evaluations())
+    with pipeline.warehouse.transaction() as con:  # a stored publication record drifts
+        con.execute("""UPDATE publications SET content_sha256 = 'x' WHERE asset = 'daily_aggregates'
+                       AND partition_key = '2026-09-18'""")
+    evaluations = {e.asset_key.path[0]: e for e in job.execute_in_process().get_asset_check_evaluations()}
+    assert evaluations["current_orders"].passed
+    failed = evaluations["daily_aggregates"]
+    assert not failed.passed and failed.metadata["mismatched"].value == "2026-09-18"
