@@ -3,6 +3,7 @@
 import argparse
 import getpass
 import hashlib
+import json
 import os
 import sys
 import tempfile
@@ -99,9 +100,35 @@ def cmd_status(args: argparse.Namespace) -> int:
     session = _session(args)
     decision = session.pipeline.record_plan_status()
     with session.pipeline.warehouse.connect() as con:
-        frame = exports.table(con, "partition_status", None)
-    exports.write(frame, "jsonl" if args.json else "csv", None, sys.stdout)
+        report = exports.status_report(con)
+    if args.json:
+        report["unreadable_manifests"] = decision.unreadable
+        print(json.dumps(report, indent=2, default=str))
+    else:
+        rows = [
+            {
+                "asset": p["asset"],
+                "partition": p["partition_key"],
+                "status": p["status"],
+                "last good": f"v{p['last_good_version']} {str(p['last_good_sha256'])[:12]}"
+                if p["last_good_version"]
+                else "-",
+                "reason": p["reason"] or "",
+            }
+            for p in report["partitions"]
+        ]
+        _print_table(rows)
     return 1 if any(p.problem for p in decision.plans) else 0
+
+
+def _print_table(rows: list[dict[str, object]]) -> None:
+    if not rows:
+        print("(nothing yet)")
+        return
+    widths = {c: max(len(c), *(len(str(r[c])) for r in rows)) for c in rows[0]}
+    print("  ".join(c.ljust(w) for c, w in widths.items()))
+    for r in rows:
+        print("  ".join(str(r[c]).ljust(w) for c, w in widths.items()))
 
 
 def parser() -> argparse.ArgumentParser:

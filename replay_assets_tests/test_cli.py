@@ -103,9 +103,19 @@ def test_run_exits_1_and_says_why_when_blocked_then_resolve(
         == 0
     )
     assert main(["run", "--home", str(home)]) == 0
+    capsys.readouterr()
     assert main(["status", "--json", "--home", str(home)]) == 0
-    statuses = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
-    assert {s["status"] for s in statuses if s["asset"] == "current_orders"} == {"CERTIFIED"}
+    report = json.loads(capsys.readouterr().out)
+    assert {s["status"] for s in report["partitions"] if s["asset"] == "current_orders"} == {"CERTIFIED"}
+    steps = {(c["step"], c["batch_id"]) for c in report["costs"]}
+    assert ("land", "B20260920-BASELINE") in steps and ("apply", None) in steps
+    assert all(c["cpu_seconds"] >= 0 and c["rows_written"] >= 0 for c in report["costs"])
+    assert main(["status", "--home", str(home)]) == 0
+    table = capsys.readouterr().out
+    assert table.splitlines()[0].split() == ["asset", "partition", "status", "last", "good", "reason"]
+    assert ["current_orders", "2026-09-21", "CERTIFIED", "v1"] in [
+        line.split()[:4] for line in table.splitlines()
+    ]
 
 
 def test_run_refuses_while_a_daemon_heartbeat_is_fresh(

@@ -54,3 +54,16 @@ def _emit(text: str, output: str | None, stdout: TextIO) -> None:
     else:
         with open(output, "w", encoding="utf-8") as fh:
             fh.write(text)
+
+
+def status_report(con: duckdb.DuckDBPyConnection) -> dict[str, list[dict[str, object]]]:
+    """Partition status with the last good version, failed candidates and cost evidence."""
+    return {
+        "partitions": query_frame(con, TABLES["partition_status"]).to_dicts(),
+        "candidates": query_frame(
+            con,
+            """SELECT asset, partition_key, as_of_load_date, reason, rows_path,
+            rows_bytes, created_at FROM candidates ORDER BY created_at""",
+        ).to_dicts(),
+        "costs": query_frame(con, "SELECT * FROM costs ORDER BY recorded_at, step, partition_key").to_dicts(),
+    }
