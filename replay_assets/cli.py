@@ -81,6 +81,21 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 1 if problems or summary.failed or decision.unreadable else 0
 
 
+def cmd_backfill(args: argparse.Namespace) -> int:
+    from replay_assets import backfill
+
+    session = _session(args)
+    backfill_id = backfill.launch(session, args.asset, args.from_, args.to, args.note, getpass.getuser())
+    print(f"launched backfill {backfill_id} of {args.asset} {args.from_}..{args.to} in the backfill lane")
+    if not args.wait:
+        session.close()
+        return 0
+    outcome = backfill.wait(session, backfill_id, print)
+    session.pipeline.refresh_published()
+    session.close()
+    return 0 if all(status == "SUCCESS" for status in outcome.runs.values()) else 1
+
+
 def cmd_resolve(args: argparse.Namespace) -> int:
     session = _session(args)
     session.pipeline.resolve(args.batch_id, args.note, getpass.getuser())
@@ -150,6 +165,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--adapter", choices=[a.value for a in Adapter], default="native")
     p.set_defaults(fn=cmd_land)
     add("run", "apply everything pending, like the daemon, then report").set_defaults(fn=cmd_run)
+    p = add("backfill", "launch a Dagster backfill of a partition range in the backfill lane")
+    p.add_argument("--asset", required=True)
+    p.add_argument("--from", dest="from_", required=True)
+    p.add_argument("--to", required=True)
+    p.add_argument("--note", required=True)
+    p.add_argument("--wait", action="store_true", help="wait for its runs (starts a daemon if none runs)")
+    p.set_defaults(fn=cmd_backfill)
     p = add("resolve", "operator decision on a blocked batch (audited)")
     p.add_argument("--batch-id", required=True)
     p.add_argument("--action", choices=["skip"], required=True)

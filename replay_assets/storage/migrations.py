@@ -128,6 +128,10 @@ _V2 = [
         events BIGINT NOT NULL, bytes_read BIGINT NOT NULL, cpu_seconds DOUBLE NOT NULL,
         wall_seconds DOUBLE NOT NULL, rows_written BIGINT NOT NULL, candidate_bytes BIGINT NOT NULL,
         recorded_at TIMESTAMPTZ NOT NULL)""",
+    """CREATE TABLE backfills (
+        backfill_id VARCHAR PRIMARY KEY, asset VARCHAR NOT NULL, from_partition VARCHAR NOT NULL,
+        to_partition VARCHAR NOT NULL, lane VARCHAR NOT NULL, note VARCHAR NOT NULL,
+        operator VARCHAR NOT NULL, created_at TIMESTAMPTZ NOT NULL)""",
 ]
 
 MIGRATIONS: list[tuple[int, list[str]]] = [(1, _V1), (2, _V2)]

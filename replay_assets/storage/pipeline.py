@@ -283,6 +283,16 @@ class Pipeline:
             )
             con.execute("UPDATE reconciliation SET status = 'SKIPPED' WHERE batch_id = ?", [batch_id])
 
+    def record_backfill(
+        self, backfill_id: str, asset: str, first: str, last: str, note: str, operator: str
+    ) -> None:
+        """The operator note of a backfill: who, why, which range, which lane."""
+        with self.warehouse.transaction() as con:
+            con.execute(
+                "INSERT OR REPLACE INTO backfills VALUES (?, ?, ?, ?, 'backfill', ?, ?, ?)",
+                [backfill_id, asset, first, last, note, operator, self.now()],
+            )
+
     def cursor(self, sensor: str) -> str | None:
         with self.warehouse.connect() as con:
             row = one(con, "SELECT cursor FROM sensor_cursors WHERE name = ?", [sensor])

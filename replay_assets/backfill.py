@@ -1,0 +1,124 @@
+"""``replay-assets backfill``: a real Dagster backfill in the backfill lane, with an operator note.
+
+The backfill is launched with Dagster's own ``dagster job backfill`` (so it is on the UI's
+backfills page and its runs carry ``dagster/backfill``); every run is tagged
+``replay/lane=backfill``. With ``--wait`` and no daemon running, a daemon is started for the
+duration so the queued runs are dequeued and launched under the instance's lane limits.
+"""
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import dagster as dg
+
+from replay_assets.core.errors import ErrorCode, ReplayError
+from replay_assets.runner import HEARTBEAT_FRESH_SECONDS
+from replay_assets.session import Session
+
+PROJECT = Path(__file__).resolve().parents[1]
+JOB_OF_ASSET = {
+    "raw_receipts": "apply_load_date_job",
+    "current_orders": "apply_load_date_job",
+    "current_customers": "apply_load_date_job",
+    "daily_aggregates": "restate_aggregates_job",
+}
+DONE = {dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED}
+POLL_SECONDS = 1.0
+
+
+@dataclass(frozen=True)
+class BackfillOutcome:
+    backfill_id: str
+    runs: dict[str, str]  # partition -> final run status (when waited for)
+
+
+def _env(session: Session) -> dict[str, str]:
+    env = {
+        **os.environ,
+        "REPLAY_ASSETS_HOME": str(session.settings.home.resolve()),
+        "DAGSTER_HOME": str(session.dagster_home.resolve()),
+    }
+    if session.settings.fixed_now:
+        env["REPLAY_ASSETS_NOW"] = session.settings.fixed_now.isoformat()
+    return env
+
+
+def launch(session: Session, asset: str, first: str, last: str, note: str, operator: str) -> str:
+    """Launch the backfill; returns its id. The operator note is recorded in the warehouse."""
+    if asset not in JOB_OF_ASSET:
+        raise ReplayError(ErrorCode.USAGE, f"unknown asset {asset}; one of {', '.join(JOB_OF_ASSET)}")
+    _ = session.instance  # creates $DAGSTER_HOME with the project's dagster.yaml when absent
+    tags = json.dumps({"replay/lane": "backfill", "replay/operator": operator})
+    cmd = [
+        str(Path(sys.executable).with_name("dagster")),
+        "job",
+        "backfill",
+        "-w",
+        str(PROJECT / "workspace.yaml"),
+        "-j",
+        JOB_OF_ASSET[asset],
+        "--from",
+        first,
+        "--to",
+        last,
+        "--tags",
+        tags,
+        "--noprompt",
+    ]
+    done = subprocess.run(cmd, cwd=PROJECT, env=_env(session), capture_output=True, text=True, check=False)
+    found = re.search(r"Launched backfill job `([^`]+)`", done.stdout + done.stderr)
+    if done.returncode != 0 or not found:
+        raise ReplayError(
+            ErrorCode.NOT_READY, f"dagster job backfill failed: {(done.stderr or done.stdout)[-500:]}"
+        )
+    session.pipeline.record_backfill(found.group(1), asset, first, last, note, operator)
+    return found.group(1)
+
+
+def wait(
+    session: Session, backfill_id: str, progress: Callable[[str], None], timeout: float = 3600
+) -> BackfillOutcome:
+    """Wait for every run of the backfill; start a daemon for the duration if none is running."""
+    instance = session.instance
+    daemon = None if _daemon_fresh(instance) else _start_daemon(session)
+    try:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            runs = instance.get_runs(filters=dg.RunsFilter(tags={"dagster/backfill": backfill_id}))
+            if runs and all(r.status in DONE for r in runs):
+                outcome = {r.tags.get("dagster/partition", "?"): r.status.value for r in runs}
+                for key in sorted(outcome):
+                    progress(f"backfill {backfill_id} {key}: {outcome[key]}")
+                return BackfillOutcome(backfill_id, outcome)
+            time.sleep(POLL_SECONDS)  # waiting on other processes: polling is the only signal
+        raise ReplayError(ErrorCode.NOT_READY, f"backfill {backfill_id} did not finish in {timeout:g} s")
+    finally:
+        if daemon is not None:
+            daemon.terminate()
+            daemon.wait(timeout=60)
+            instance.wipe_daemon_heartbeats()
+
+
+def _daemon_fresh(instance: dg.DagsterInstance) -> bool:
+    now = time.time()
+    return any(
+        now - beat.timestamp < HEARTBEAT_FRESH_SECONDS for beat in instance.get_daemon_heartbeats().values()
+    )
+
+
+def _start_daemon(session: Session) -> subprocess.Popen[bytes]:
+    cmd = [
+        str(Path(sys.executable).with_name("dagster-daemon")),
+        "run",
+        "-w",
+        str(PROJECT / "workspace.yaml"),
+    ]
+    log = open(session.dagster_home / "daemon.log", "ab")
+    return subprocess.Popen(cmd, cwd=PROJECT, env=_env(session), stdout=log, stderr=subprocess.STDOUT)

@@ -1,0 +1,67 @@
+"""A real Dagster backfill (``replay-assets backfill --wait``, daemon started for the duration) is
+gated like every other run: a backfill over a never-delivered load date stays out of view."""
+
+import json
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from replay_assets.cli import main
+from replay_assets.runner import instance_for
+from replay_assets.scenarios import seed002
+from replay_assets.session import Session
+from replay_assets_tests.helpers import settings_for
+
+
+def test_backfill_over_a_missing_load_date_runs_in_the_backfill_lane_and_publishes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "replay-assets.json").write_text(json.dumps({"sources": {"pos": seed002.BACKFILL["certified"]}}))
+    monkeypatch.setenv("REPLAY_ASSETS_NOW", seed002.NOW)
+    monkeypatch.delenv("DAGSTER_HOME", raising=False)
+    seed002.deliver_backfill_case(home / "landing")
+    assert main(["run", "--home", str(home)]) == 1  # 2026-10-01 is MISSING, later dates DELAYED
+    first, last = seed002.BACKFILL["range"][0], seed002.BACKFILL["range"][-1]
+    code = main(
+        [
+            "backfill",
+            "--asset",
+            "current_orders",
+            "--from",
+            first,
+            "--to",
+            last,
+            "--note",
+            "replay the days after the gap",
+            "--wait",
+            "--home",
+            str(home),
+        ]
+    )
+    assert code == 1  # every run failed its gate
+    instance = instance_for(home / "dagster")
+    runs = instance.get_runs(filters=dg.RunsFilter(tags={"replay/lane": "backfill"}))
+    assert sorted(r.tags["dagster/partition"] for r in runs) == seed002.BACKFILL["range"]
+    backfill_id = runs[0].tags["dagster/backfill"]
+    assert instance.get_backfill(backfill_id) is not None  # on the UI's backfills page
+    assert {r.status for r in runs} == {dg.DagsterRunStatus.FAILURE}
+    instance.dispose()
+    session = Session(settings_for(home, seed002.NOW), home / "dagster")
+    assert session.query("SELECT value FROM pointers") == [{"value": seed002.BACKFILL["certified"]}]
+    reasons = session.query("SELECT partition_key, reason FROM candidates ORDER BY 1")
+    assert reasons[0]["partition_key"] == first
+    assert "MISSING_UPSTREAM_LOAD_DATE 2026-10-01" in reasons[0]["reason"]
+    note = session.query("SELECT asset, from_partition, to_partition, lane, note FROM backfills")
+    assert note == [
+        {
+            "asset": "current_orders",
+            "from_partition": first,
+            "to_partition": last,
+            "lane": "backfill",
+            "note": "replay the days after the gap",
+        }
+    ]
+    session.close()
