@@ -80,6 +80,9 @@ def build_assets(settings: Settings) -> list[dg.AssetsDefinition]:
                 "source_events": sum(b.source_events for b in landed),
                 "rejected": sum(b.rejected for b in landed),
                 "bytes_read": sum(b.bytes_read for b in landed),
+                **{
+                    f"cost_{k}": v for k, v in replay.pipeline().run_costs(context.run.run_id, "land").items()
+                },
             }
         )
 
@@ -132,6 +135,7 @@ def build_assets(settings: Settings) -> list[dg.AssetsDefinition]:
             "rejected": sum(c.rejected for c in counts),
             "affected_business_dates": ", ".join(result.affected_business_dates),
             "controls (lines, orders, units, amount, cost, profit)": str(controls),
+            **{f"cost_{k}": v for k, v in pipeline.run_costs(context.run.run_id, "apply").items()},
         }
         checks = [(context.partition_key, o) for o in result.checks]
         yield dg.MaterializeResult(
@@ -160,6 +164,10 @@ def build_assets(settings: Settings) -> list[dg.AssetsDefinition]:
                 "failed_candidates": ", ".join(failed) or "none",
                 "rows": sum(p.rows for p in published),
                 "as_of_load_date": published[0].as_of_load_date if published else "",
+                **{
+                    f"cost_{k}": v
+                    for k, v in replay.pipeline().run_costs(context.run.run_id, "publish").items()
+                },
             },
             check_results=_results(
                 "daily_aggregates", [(p.business_date, o) for p in published for o in p.checks]

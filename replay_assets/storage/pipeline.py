@@ -293,6 +293,28 @@ class Pipeline:
                 [backfill_id, asset, first, last, note, operator, self.now()],
             )
 
+    def run_costs(self, run_id: str, step: str) -> dict[str, float]:
+        """Cost evidence of one step of one run, for asset metadata."""
+        with self.warehouse.connect() as con:
+            row = one(
+                con,
+                """SELECT count(*), coalesce(sum(events), 0), coalesce(sum(bytes_read), 0),
+                round(coalesce(sum(cpu_seconds), 0), 3), round(coalesce(sum(wall_seconds), 0), 3),
+                coalesce(sum(rows_written), 0), coalesce(sum(candidate_bytes), 0)
+                FROM costs WHERE run_id = ? AND step = ?""",
+                [run_id, step],
+            )
+        names = (
+            "cost_records",
+            "events",
+            "bytes_read",
+            "cpu_seconds",
+            "wall_seconds",
+            "rows_written",
+            "candidate_bytes",
+        )
+        return dict(zip(names, (float(v) for v in row), strict=True)) if row else {}
+
     def cursor(self, sensor: str) -> str | None:
         with self.warehouse.connect() as con:
             row = one(con, "SELECT cursor FROM sensor_cursors WHERE name = ?", [sensor])

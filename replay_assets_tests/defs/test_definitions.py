@@ -129,3 +129,16 @@ def test_reverification_checks_recompute_publications_as_of_their_load_date(sett
     assert evaluations["current_orders"].passed
     failed = evaluations["daily_aggregates"]
     assert not failed.passed and failed.metadata["mismatched"].value == "2026-09-18"
+
+
+def test_step_metadata_carries_cost_evidence(settings) -> None:  # type: ignore[no-untyped-def]
+    seed001.deliver_baseline(settings.landing)
+    assets = build_assets(settings)
+    result = dg.materialize(
+        assets[:2], partition_key="2026-09-20", resources={"replay": ReplayResource.for_settings(settings)}
+    )
+    landed = result.asset_materializations_for_node("raw_receipts")[0].metadata
+    applied = result.asset_materializations_for_node("current_state")[0].metadata
+    assert landed["cost_events"].value == 12 and landed["cost_bytes_read"].value > 0
+    assert applied["cost_events"].value == 12 and applied["cost_rows_written"].value >= 12
+    assert applied["cost_wall_seconds"].value > 0
