@@ -7,15 +7,15 @@ from __future__ import annotations
 import datetime as dt
 import enum
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import duckdb
 import polars as pl
 
 from replay_assets.core.aggregate import Controls, controls_of
 from replay_assets.core.errors import ErrorCode, ReplayError
-from replay_assets.core.events import canonical_json, sha256_text
 from replay_assets.core.fold import EVENT_SCHEMA, fold_frame
-from replay_assets.core.gate import CheckOutcome, all_passed, failures
+from replay_assets.core.gate import Check, CheckOutcome, all_passed, failures
 from replay_assets.core.plan import DatePlan
 from replay_assets.core.state import Counts
 from replay_assets.storage import certify, records
@@ -29,8 +29,6 @@ from replay_assets.storage.state_io import (
     snapshot_digest,
 )
 from replay_assets.storage.warehouse import one, query_frame
-
-CODE_VERSION = "apply-v1"
 
 
 class Mode(enum.StrEnum):
@@ -53,11 +51,6 @@ class ApplyResult:
     checks: tuple[CheckOutcome, ...] = ()
     candidate_rows: pl.DataFrame | None = None  # the history rows a failed candidate would write
     rows_written: int = 0
-
-
-def operation_id(kind: str, partition_key: str, input_identity: str) -> str:
-    """Identity of a mutation from its logical inputs only (never run ids, tries or time)."""
-    return sha256_text(canonical_json([kind, partition_key, input_identity, CODE_VERSION]))
 
 
 def _mode(con: duckdb.DuckDBPyConnection, plan: DatePlan, sealed_ok: bool) -> Mode:
@@ -133,10 +126,6 @@ def apply_load_date(
     records.advance_watermarks(con, plan, folded, day)
     records.write_reconciliation(con, plan, counts, "APPLIED")
     con.execute("INSERT OR REPLACE INTO load_dates VALUES (?, ?, ?, ?)", [day, plan.identity, now, run_id])
-    con.execute(
-        "INSERT OR IGNORE INTO commit_markers VALUES (?, 'apply_load_date', ?, ?, ?)",
-        [operation_id("apply_load_date", day, plan.identity), day, plan.identity, now],
-    )
     dates = tuple(sorted(set(groups["business_date"].to_list())))
     result = _result(con, day, mode, counts, dates, first_date, run_id, now)
     written = replace(result, rows_written=orders.height + customers.height + groups.height + len(counts))
@@ -169,3 +158,39 @@ def _result(
             [day, *controls.as_tuple(), orders.height + customers.height, digest],
         )
     return ApplyResult(day, mode, counts, dates, controls, digest, (), checks)
+
+
+def to_record(result: ApplyResult) -> dict[str, Any]:
+    """The journal's recorded result: identities, counts, hashes and check verdicts (no rows)."""
+    return {
+        "load_date": result.load_date,
+        "status": result.status.value,
+        "counts": {b: c.__dict__ for b, c in result.counts.items()},
+        "affected_business_dates": list(result.affected_business_dates),
+        "controls": list(result.controls.as_tuple()) if result.controls else None,
+        "content_sha256": result.content_sha256,
+        "reasons": list(result.reasons),
+        "checks": [
+            {"check": o.check.value, "passed": o.passed, "summary": o.summary, "metadata": dict(o.metadata)}
+            for o in result.checks
+        ],
+        "rows_written": result.rows_written,
+    }
+
+
+def from_record(record: dict[str, Any]) -> ApplyResult:
+    return ApplyResult(
+        record["load_date"],
+        Mode(record["status"]),
+        {b: Counts(**c) for b, c in record["counts"].items()},
+        tuple(record["affected_business_dates"]),
+        Controls(*record["controls"]) if record["controls"] else None,
+        record["content_sha256"],
+        tuple(record["reasons"]),
+        tuple(
+            CheckOutcome(Check(c["check"]), c["passed"], c["summary"], c["metadata"])
+            for c in record["checks"]
+        ),
+        None,
+        record["rows_written"],
+    )

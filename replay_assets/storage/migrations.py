@@ -134,4 +134,16 @@ _V2 = [
         operator VARCHAR NOT NULL, created_at TIMESTAMPTZ NOT NULL)""",
 ]
 
-MIGRATIONS: list[tuple[int, list[str]]] = [(1, _V1), (2, _V2)]
+_V3 = [
+    """CREATE TABLE operations (
+        operation_id VARCHAR PRIMARY KEY, kind VARCHAR NOT NULL, asset VARCHAR NOT NULL,
+        partition_key VARCHAR NOT NULL, intent_digest VARCHAR NOT NULL, state VARCHAR NOT NULL,
+        version BIGINT NOT NULL, result VARCHAR, target_sha256 VARCHAR,
+        created_at TIMESTAMPTZ NOT NULL, updated_at TIMESTAMPTZ NOT NULL)""",
+    """CREATE TABLE operation_audit (
+        operation_id VARCHAR NOT NULL, version BIGINT NOT NULL, from_state VARCHAR,
+        to_state VARCHAR NOT NULL, actor VARCHAR NOT NULL, note VARCHAR NOT NULL,
+        changed_at TIMESTAMPTZ NOT NULL)""",
+]
+
+MIGRATIONS: list[tuple[int, list[str]]] = [(1, _V1), (2, _V2), (3, _V3)]

@@ -6,17 +6,19 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import duckdb
 
 from replay_assets.core.config import Settings
 from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.events import ValidationContext, canonical_json, sha256_text
+from replay_assets.core.journal import intent_digest, operation_id
 from replay_assets.core.manifest import Manifest
 from replay_assets.core.plan import DatePlan, DateStatus, WarehouseFacts, next_to_apply, plan_load_dates
-from replay_assets.storage import certify, failpoints, landing_area, reverify
+from replay_assets.storage import certify, failpoints, journal, landing_area, reverify
 from replay_assets.storage import published as published_copy
-from replay_assets.storage.apply import ApplyResult, Mode, apply_load_date
+from replay_assets.storage.apply import ApplyResult, Mode, apply_load_date, from_record, to_record
 from replay_assets.storage.costs import Cost, measure, record_cost
 from replay_assets.storage.landing import Landed, land_batch
 from replay_assets.storage.publish import Published, publish_aggregates
@@ -33,16 +35,6 @@ STATUS_OF = {
     DateStatus.DELAYED: Status.DELAYED,
     DateStatus.LATE_DELIVERY: Status.LATE_DELIVERY,
 }
-
-
-class _Rollback(Exception):
-    """Raised inside the apply transaction to undo a candidate that failed its gate."""
-
-    def __init__(self, result: ApplyResult, plan: DatePlan, cost: Cost) -> None:
-        super().__init__(result.load_date)
-        self.result = result
-        self.plan = plan
-        self.cost = cost
 
 
 def real_now() -> dt.datetime:
@@ -137,34 +129,42 @@ class Pipeline:
         )
 
     def apply(self, load_date: str, run_id: str | None, sealed_ok: bool = False) -> ApplyResult:
-        """Fold one landed load date and gate the result in the same transaction. BLOCKED evidence
-        is committed before the error is raised; a failed candidate is rolled back, then kept
-        inspectable (rows as Parquet, reasons in ``candidates``) while consumers keep the last
-        certified state."""
-        try:
-            with self.warehouse.transaction() as con:
-                decision, _ = self._decide(con)
-                plan = _plan_for(decision, load_date)
-                allowed = APPLICABLE | ({DateStatus.LATE_DELIVERY} if sealed_ok else set())
-                if plan.status not in allowed:
-                    raise ReplayError(
-                        ErrorCode.NOT_READY, f"load date {load_date} is {plan.status}: {plan.reason}"
-                    )
-                _require_landed(con, plan)
-                with measure() as cost:
-                    result = apply_load_date(
-                        con, plan, decision.plans[0].load_date, run_id, self.now(), sealed_ok
-                    )
-                if result.status is Mode.FAILED:
-                    raise _Rollback(result, plan, cost)
-                self._record_apply_cost(con, result, cost, run_id, 0)
-                failpoints.hit(self.settings.fail_point, "apply.before_commit")
-        except _Rollback as rollback:
-            result = rollback.result
-            self._keep_failed_state(rollback.plan, result, rollback.cost, run_id)
+        """Fold one landed load date and gate the result in the same transaction, as a journaled
+        operation: a retry (another try or run id, after a crash anywhere) never mutates twice.
+        BLOCKED evidence is committed before the error is raised; a failed candidate is rolled
+        back, then kept inspectable while consumers keep the last certified state."""
+        with self.warehouse.connect() as con:
+            decision, _ = self._decide(con)
+            plan = _plan_for(decision, load_date)
+            allowed = APPLICABLE | ({DateStatus.LATE_DELIVERY} if sealed_ok else set())
+            if plan.status not in allowed:
+                raise ReplayError(
+                    ErrorCode.NOT_READY, f"load date {load_date} is {plan.status}: {plan.reason}"
+                )
+            _require_landed(con, plan)
+            op = apply_operation(con, plan)
+        first = decision.plans[0].load_date
+
+        def mutate(con: duckdb.DuckDBPyConnection) -> tuple[dict[str, Any], str | None]:
+            with measure() as cost:
+                result = apply_load_date(con, plan, first, run_id, self.now(), sealed_ok)
+            if result.status is Mode.FAILED:
+                raise journal.Divert(lambda c: self._keep_failed_state(c, plan, result, cost, run_id))
+            self._record_apply_cost(con, result, cost, run_id, 0)
+            failpoints.hit(self.settings.fail_point, "apply.before_commit")
+            certified = result.status in (Mode.APPLY, Mode.RESTATE, Mode.VERIFY)
+            return to_record(result), result.content_sha256 if certified else None
+
+        def target_now(con: duckdb.DuckDBPyConnection, entry: journal.Entry) -> str | None:
+            if entry.target_sha256 is None:
+                return None  # a blocked or failed outcome has no target state to compare
+            return apply_load_date(con, plan, first, run_id, self.now(), sealed_ok=True).content_sha256
+
+        record = journal.execute(
+            self.warehouse, op, mutate, self.refresh_published, target_now, self.now, self.settings.fail_point
+        )
         failpoints.hit(self.settings.fail_point, "apply.after_commit")
-        if result.status in (Mode.APPLY, Mode.RESTATE):
-            self.refresh_published()
+        result = from_record(record)
         if result.status is Mode.BLOCKED:
             raise ReplayError(ErrorCode.BATCH_BLOCKED, f"load date {load_date}: {result.reasons[0]}")
         return result
@@ -192,32 +192,33 @@ class Pipeline:
             candidate_bytes,
         )
 
-    def _keep_failed_state(self, plan: DatePlan, result: ApplyResult, cost: Cost, run_id: str | None) -> None:
+    def _keep_failed_state(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        plan: DatePlan,
+        result: ApplyResult,
+        cost: Cost,
+        run_id: str | None,
+    ) -> tuple[dict[str, Any], str | None]:
         assert result.candidate_rows is not None and result.content_sha256 is not None
-        with self.warehouse.transaction() as con:
-            path = certify.record_failed_candidate(
-                con,
-                self.settings.home,
-                "current_orders",
-                plan.load_date,
-                plan.load_date,
-                result.content_sha256,
-                result.checks,
-                result.candidate_rows,
-                run_id,
-                self.now(),
-            )
-            self._record_apply_cost(con, result, cost, run_id, path.stat().st_size)
-            con.execute(
-                "INSERT INTO load_date_attempts VALUES (?, ?, ?, ?, ?)",
-                [
-                    plan.load_date,
-                    plan.gate_key,
-                    DateStatus.FAILED_CANDIDATE.value,
-                    result.reasons[0],
-                    self.now(),
-                ],
-            )
+        path = certify.record_failed_candidate(
+            con,
+            self.settings.home,
+            "current_orders",
+            plan.load_date,
+            plan.load_date,
+            result.content_sha256,
+            result.checks,
+            result.candidate_rows,
+            run_id,
+            self.now(),
+        )
+        self._record_apply_cost(con, result, cost, run_id, path.stat().st_size)
+        con.execute(
+            "INSERT INTO load_date_attempts VALUES (?, ?, ?, ?, ?)",
+            [plan.load_date, plan.gate_key, DateStatus.FAILED_CANDIDATE.value, result.reasons[0], self.now()],
+        )
+        return to_record(result), None
 
     def publish(self, business_dates: list[str], run_id: str | None) -> list[Published]:
         with self.warehouse.transaction() as con, measure() as cost:
@@ -344,6 +345,23 @@ class Pipeline:
 LATEST_ATTEMPTS = """
     SELECT load_date, identity, status, reason FROM load_date_attempts
     QUALIFY row_number() OVER (PARTITION BY load_date, identity ORDER BY attempted_at DESC) = 1"""
+
+
+def apply_operation(con: duckdb.DuckDBPyConnection, plan: DatePlan) -> journal.Operation:
+    """Identity of applying a load date: its input (manifest hashes) and its upstream content (the
+    certified snapshot of the day before), never a run id or a try."""
+    prev = (dt.date.fromisoformat(plan.load_date) - dt.timedelta(days=1)).isoformat()
+    upstream = certify.last_publication(con, "current_orders", prev)
+    input_identity = canonical_json([plan.identity, upstream[1] if upstream else ""])
+    intent = {"batches": sorted([b.source, b.batch_id, b.manifest_sha256] for b in plan.batches)}
+    return journal.Operation(
+        operation_id("apply_load_date", "current_orders", plan.load_date, input_identity),
+        intent_digest(intent),
+        "apply_load_date",
+        "current_orders",
+        plan.load_date,
+        input_identity,
+    )
 
 
 def warehouse_facts(con: duckdb.DuckDBPyConnection) -> WarehouseFacts:

@@ -672,7 +672,7 @@ def test_redelivering_the_identical_manifest_is_a_no_op(tmp_path: Path) -> None:
     assert drive(p) == []
     # landing and applying again by hand are no-ops too
     assert [x.new for x in p.land(D2)] == [False]
-    assert p.apply(D2, None).status == "UNCHANGED"
+    assert p.apply(D2, None).status == "APPLIED"  # the journal's recorded result: nothing mutated again
     assert facts(p) == before
     assert reconciliation(p) == recon
     assert rows(p, "SELECT count(*) FROM raw_receipts") == receipts

@@ -1,0 +1,278 @@
+"""The operation journal in the warehouse: create-if-absent, compare-and-set transitions with an
+audit row each, the fence (``commit_markers``) written in the mutation's own transaction, and a
+recovery-aware executor that every mutation goes through. Stores identities, states, versions,
+timestamps and counts — never row values."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import duckdb
+
+from replay_assets.core.errors import ErrorCode, ReplayError
+from replay_assets.core.journal import CommitState, Next, can_move, next_step
+from replay_assets.storage import failpoints
+from replay_assets.storage.warehouse import Warehouse, one
+
+S = CommitState
+
+
+@dataclass(frozen=True)
+class Entry:
+    operation_id: str
+    kind: str
+    asset: str
+    partition_key: str
+    intent_digest: str
+    state: CommitState
+    version: int
+    result: dict[str, Any] | None
+    target_sha256: str | None
+
+
+@dataclass(frozen=True)
+class Operation:
+    operation_id: str
+    intent_digest: str
+    kind: str
+    asset: str
+    partition_key: str
+    input_identity: str
+
+
+class Divert(Exception):
+    """Raised by a mutation to replace itself: its transaction is rolled back and ``instead`` runs
+    in a fresh one (a failed gate keeps only its candidate's evidence)."""
+
+    def __init__(
+        self, instead: Callable[[duckdb.DuckDBPyConnection], tuple[dict[str, Any], str | None]]
+    ) -> None:
+        super().__init__("divert")
+        self.instead = instead
+
+
+COLUMNS = "operation_id, kind, asset, partition_key, intent_digest, state, version, result, target_sha256"
+
+
+def get(con: duckdb.DuckDBPyConnection, operation_id: str) -> Entry | None:
+    row = one(con, f"SELECT {COLUMNS} FROM operations WHERE operation_id = ?", [operation_id])
+    if row is None:
+        return None
+    return Entry(
+        row[0],
+        row[1],
+        row[2],
+        row[3],
+        row[4],
+        CommitState(row[5]),
+        int(row[6]),
+        json.loads(row[7]) if row[7] else None,
+        row[8],
+    )
+
+
+def create_or_get(con: duckdb.DuckDBPyConnection, op: Operation, actor: str, now: dt.datetime) -> Entry:
+    """The durable intent. The same id with another intent digest fails before any I/O on the target."""
+    entry = get(con, op.operation_id)
+    if entry is not None:
+        if entry.intent_digest != op.intent_digest:
+            raise ReplayError(
+                ErrorCode.COMMIT_INTENT_CONFLICT,
+                f"operation {op.operation_id[:16]} exists with another intent digest",
+            )
+        return entry
+    con.execute(
+        "INSERT INTO operations VALUES (?, ?, ?, ?, ?, ?, 1, NULL, NULL, ?, ?)",
+        [op.operation_id, op.kind, op.asset, op.partition_key, op.intent_digest, S.PREPARING.value, now, now],
+    )
+    _audit(con, op.operation_id, 1, None, S.PREPARING, actor, "intent recorded", now)
+    entry = get(con, op.operation_id)
+    assert entry is not None
+    return entry
+
+
+def cas(
+    con: duckdb.DuckDBPyConnection,
+    entry: Entry,
+    nxt: CommitState,
+    actor: str,
+    note: str,
+    now: dt.datetime,
+    result: dict[str, Any] | None = None,
+    target_sha256: str | None = None,
+) -> Entry:
+    """Move ``entry`` to ``nxt`` only if nobody moved it since it was read (version check)."""
+    if not can_move(entry.state, nxt):
+        raise ReplayError(ErrorCode.RECOVERY_CONFLICT, f"{entry.state} cannot move to {nxt}")
+    rows = con.execute(
+        """UPDATE operations SET state = ?, version = version + 1, updated_at = ?,
+               result = coalesce(?, result), target_sha256 = coalesce(?, target_sha256)
+           WHERE operation_id = ? AND version = ? AND state = ? RETURNING version""",
+        [
+            nxt.value,
+            now,
+            json.dumps(result, sort_keys=True) if result is not None else None,
+            target_sha256,
+            entry.operation_id,
+            entry.version,
+            entry.state.value,
+        ],
+    ).fetchall()
+    if not rows:
+        raise ReplayError(
+            ErrorCode.RECOVERY_CONFLICT,
+            f"operation {entry.operation_id[:16]} changed concurrently (expected version {entry.version})",
+        )
+    _audit(con, entry.operation_id, int(rows[0][0]), entry.state, nxt, actor, note, now)
+    moved = get(con, entry.operation_id)
+    assert moved is not None
+    return moved
+
+
+def _audit(
+    con: duckdb.DuckDBPyConnection,
+    operation_id: str,
+    version: int,
+    before: CommitState | None,
+    after: CommitState,
+    actor: str,
+    note: str,
+    now: dt.datetime,
+) -> None:
+    con.execute(
+        "INSERT INTO operation_audit VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [operation_id, version, before.value if before else None, after.value, actor, note, now],
+    )
+
+
+def fence_committed(con: duckdb.DuckDBPyConnection, operation_id: str) -> bool:
+    return one(con, "SELECT 1 FROM commit_markers WHERE operation_id = ?", [operation_id]) is not None
+
+
+def write_fence(con: duckdb.DuckDBPyConnection, op: Operation, now: dt.datetime) -> None:
+    con.execute(
+        "INSERT INTO commit_markers VALUES (?, ?, ?, ?, ?)",
+        [op.operation_id, op.kind, op.partition_key, op.input_identity, now],
+    )
+
+
+Mutation = Callable[[duckdb.DuckDBPyConnection], tuple[dict[str, Any], str | None]]
+
+
+def execute(
+    warehouse: Warehouse,
+    op: Operation,
+    mutate: Mutation,
+    evidence: Callable[[], object],
+    target_now: Callable[[duckdb.DuckDBPyConnection, Entry], str | None],
+    clock: Callable[[], dt.datetime],
+    fail_point: str | None,
+    actor: str = "pipeline",
+) -> dict[str, Any]:
+    """Run one operation so that any retry (another try, another run id, after SIGKILL anywhere)
+    mutates the target at most once and finishes what is missing. Returns the recorded result."""
+    failpoints.hit(fail_point, "journal.before_intent")
+    with warehouse.transaction() as con:
+        entry = create_or_get(con, op, actor, clock())
+        step = next_step(
+            entry.state,
+            fence_committed(con, op.operation_id),
+            entry.state is not S.COMPLETE or target_now(con, entry) == entry.target_sha256,
+        )
+    failpoints.hit(fail_point, "journal.after_intent")
+    if step is Next.STOP:
+        raise ReplayError(
+            ErrorCode.COMMIT_UNKNOWN,
+            f"operation {op.operation_id[:16]} is {entry.state}: run `replay-assets recovery plan`",
+        )
+    if step is Next.REPAIR:
+        raise ReplayError(
+            ErrorCode.HISTORY_DIVERGED,
+            f"operation {op.operation_id[:16]}: the target no longer matches its recorded result",
+        )
+    if step is Next.RETURN_RECORDED:
+        assert entry.result is not None
+        return entry.result
+    if step is Next.MUTATE:
+        entry = _mutate(warehouse, op, entry, mutate, clock, fail_point, actor)
+    return _complete(warehouse, op, evidence, clock, fail_point, actor)
+
+
+def _mutate(
+    warehouse: Warehouse,
+    op: Operation,
+    entry: Entry,
+    mutate: Mutation,
+    clock: Callable[[], dt.datetime],
+    fail_point: str | None,
+    actor: str,
+) -> Entry:
+    with warehouse.transaction() as con:
+        entry = get(con, op.operation_id) or entry
+        for nxt in _path_to_committing(entry.state):
+            entry = cas(con, entry, nxt, actor, "ready to mutate", clock())
+    failpoints.hit(fail_point, "journal.after_committing")
+    try:
+        with warehouse.transaction() as con:
+            result, sha = mutate(con)
+            failpoints.hit(fail_point, "journal.inside_target")
+            return _fence(con, op, actor, clock, result, sha)
+    except Divert as divert:
+        with warehouse.transaction() as con:
+            result, sha = divert.instead(con)
+            return _fence(con, op, actor, clock, result, sha)
+
+
+def _path_to_committing(state: CommitState) -> list[CommitState]:
+    return {
+        S.PREPARING: [S.PREPARED, S.COMMITTING],
+        S.PREPARED: [S.COMMITTING],
+        S.FAILED_PRE_COMMIT: [S.PREPARING, S.PREPARED, S.COMMITTING],
+        S.COMMITTING: [S.PREPARED, S.COMMITTING],  # no fence: provably not committed, retry
+    }[state]
+
+
+def _fence(
+    con: duckdb.DuckDBPyConnection,
+    op: Operation,
+    actor: str,
+    clock: Callable[[], dt.datetime],
+    result: dict[str, Any],
+    sha: str | None,
+) -> Entry:
+    write_fence(con, op, clock())
+    entry = get(con, op.operation_id)
+    assert entry is not None
+    return cas(con, entry, S.TARGET_COMMITTED, actor, "target committed with its fence", clock(), result, sha)
+
+
+def _complete(
+    warehouse: Warehouse,
+    op: Operation,
+    evidence: Callable[[], object],
+    clock: Callable[[], dt.datetime],
+    fail_point: str | None,
+    actor: str,
+) -> dict[str, Any]:
+    failpoints.hit(fail_point, "journal.after_target_commit")
+    with warehouse.transaction() as con:
+        entry = get(con, op.operation_id)
+        assert entry is not None
+        if entry.state is S.COMMITTING:  # the fence proved the commit of an interrupted attempt
+            entry = cas(con, entry, S.TARGET_COMMITTED, actor, "fence found: the mutation committed", clock())
+        if entry.state is S.TARGET_COMMITTED:
+            entry = cas(con, entry, S.COMMITTED_INCOMPLETE, actor, "completing evidence", clock())
+    failpoints.hit(fail_point, "journal.before_evidence")
+    evidence()
+    with warehouse.transaction() as con:
+        entry = get(con, op.operation_id)
+        assert entry is not None
+        if entry.state is S.COMMITTED_INCOMPLETE:
+            entry = cas(con, entry, S.COMPLETE, actor, "evidence complete", clock())
+    failpoints.hit(fail_point, "journal.after_complete")
+    assert entry.result is not None
+    return entry.result
