@@ -15,7 +15,7 @@ from pathlib import Path
 import dagster as dg
 
 from replay_assets.core.adapters import Adapter, adapt_lines
-from replay_assets.core.errors import ReplayError
+from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.events import jsonl_lines, sha256_text
 from replay_assets.core.plan import DateStatus
 from replay_assets.definitions import settings_from_environment
@@ -71,7 +71,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     applied = sum(1 for p in decision.plans if p.status is DateStatus.APPLIED)
     print(
         f"{len(summary.runs)} runs, {len(summary.failed)} failed; {applied} load dates applied; "
-        f"{summary.orphans_failed} orphaned runs marked failed"
+        f"{summary.orphans_failed} orphaned runs marked failed; "
+        f"{summary.finished_in_doubt} in-doubt operations finished"
     )
     for p in problems:
         print(f"  {p.load_date} {p.status}: {p.reason}")
@@ -94,6 +95,43 @@ def cmd_backfill(args: argparse.Namespace) -> int:
     session.pipeline.refresh_published()
     session.close()
     return 0 if all(status == "SUCCESS" for status in outcome.runs.values()) else 1
+
+
+def cmd_recovery(args: argparse.Namespace) -> int:
+    """Journal recovery with the warehouse only (Dagster may be down)."""
+    from replay_assets.storage import recovery
+    from replay_assets.storage.pipeline import Pipeline
+
+    pipeline = Pipeline(settings_from_environment(args.home))
+    if args.verb == "apply":
+        if not (args.operation_id and args.action and args.note):
+            raise ReplayError(ErrorCode.USAGE, "recovery apply needs --operation-id, --action and --note")
+        entry = recovery.apply(
+            pipeline.warehouse,
+            args.operation_id,
+            recovery.Action(args.action),
+            args.note,
+            getpass.getuser(),
+            pipeline.refresh_published,
+            pipeline.now(),
+        )
+        print(f"operation {entry.operation_id[:16]} is {entry.state} (version {entry.version})")
+        return 0
+    with pipeline.warehouse.connect() as con:
+        if not args.operation_id:
+            report: object = recovery.in_doubt(con)
+        elif args.verb == "inspect":
+            report = recovery.inspect(con, args.operation_id)
+        else:
+            report = recovery.plan(con, args.operation_id).__dict__
+    if args.json:
+        print(json.dumps(report, indent=2, default=str))
+    elif isinstance(report, list):
+        _print_table(report) if report else print("no operation in doubt")
+    else:
+        for key, value in report.items():  # type: ignore[attr-defined]
+            print(f"{key}: {value}")
+    return 0
 
 
 def cmd_resolve(args: argparse.Namespace) -> int:
@@ -172,6 +210,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--note", required=True)
     p.add_argument("--wait", action="store_true", help="wait for its runs (starts a daemon if none runs)")
     p.set_defaults(fn=cmd_backfill)
+    p = add("recovery", "inspect, plan and apply recovery of journaled operations")
+    p.add_argument("verb", choices=["inspect", "plan", "apply"])
+    p.add_argument("--operation-id")
+    p.add_argument("--action", choices=["complete-evidence", "retry", "mark-committed", "mark-not-committed"])
+    p.add_argument("--note")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(fn=cmd_recovery)
     p = add("resolve", "operator decision on a blocked batch (audited)")
     p.add_argument("--batch-id", required=True)
     p.add_argument("--action", choices=["skip"], required=True)

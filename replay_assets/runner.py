@@ -27,6 +27,7 @@ PROJECT_INSTANCE_CONFIG = Path(__file__).resolve().parents[1] / "dagster.yaml"
 class RunSummary:
     runs: list[tuple[str, str, bool, float]] = field(default_factory=list)  # sensor, key, ok, secs
     orphans_failed: int = 0
+    finished_in_doubt: int = 0  # journaled operations whose evidence a killed process left unfinished
 
     @property
     def failed(self) -> list[str]:
@@ -89,7 +90,9 @@ def run_pending(
 ) -> RunSummary:
     """Evaluate the sensors and execute their requests until none is left. Pending work comes
     from the warehouse; a request that already failed in this invocation is not retried."""
-    summary = RunSummary(orphans_failed=fail_orphans(instance))
+    summary = RunSummary(
+        orphans_failed=fail_orphans(instance), finished_in_doubt=len(pipeline.finish_in_doubt())
+    )
     tried: set[str] = set()
     resource = ReplayResource.for_settings(pipeline.settings)
     while len(summary.runs) < max_runs:

@@ -17,8 +17,8 @@ def settings_for(home: Path, now: str, **extra: object) -> Settings:
 def drive(pipeline: Pipeline) -> list[str]:
     """Apply every ready load date and publish every queued restatement, like ``run`` does but
     without Dagster; returns what it did, in order."""
-    done = []
-    while True:
+    done: list[str] = []
+    while len(done) < 1000:  # a loop that does not converge is a bug: fail instead of hanging
         decision = pipeline.decide()
         if decision.next is not None:
             day = decision.next.load_date
@@ -31,6 +31,7 @@ def drive(pipeline: Pipeline) -> list[str]:
         for start, end in ranges:
             pipeline.publish(_days(start, end), None)
             done.append(f"publish {start}..{end}")
+    raise AssertionError(f"drive did not converge: {done[-5:]}")
 
 
 def _days(start: str, end: str) -> list[str]:

@@ -181,3 +181,51 @@ def test_a_parquet_delivery_with_the_same_columns_applies(home: Path, tmp_path: 
     }
     assert session.query("SELECT count(*) AS n FROM rejected_events")[0]["n"] == 0
     session.close()
+
+
+def test_recovery_commands_read_the_journal_without_dagster(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    seed001.deliver_baseline(home / "landing")
+    assert main(["run", "--home", str(home)]) == 0
+    capsys.readouterr()
+    assert main(["recovery", "inspect", "--home", str(home)]) == 0
+    assert capsys.readouterr().out.strip() == "no operation in doubt"
+    session = Session(settings_for(home, seed001.NOW), home / "dagster")
+    [op] = session.query("SELECT operation_id FROM operations WHERE kind = 'apply_load_date'")
+    session.close()
+    assert (
+        main(["recovery", "inspect", "--operation-id", op["operation_id"], "--json", "--home", str(home)])
+        == 0
+    )
+    report = json.loads(capsys.readouterr().out)
+    assert report["state"] == "COMPLETE" and report["fence"] is True
+    assert [a["to"] for a in report["audit"]] == [
+        "PREPARING",
+        "PREPARED",
+        "COMMITTING",
+        "TARGET_COMMITTED",
+        "COMMITTED_INCOMPLETE",
+        "COMPLETE",
+    ]
+    assert main(["recovery", "plan", "--operation-id", op["operation_id"], "--home", str(home)]) == 0
+    assert "nothing to do" in capsys.readouterr().out
+    assert (
+        main(
+            [
+                "recovery",
+                "apply",
+                "--operation-id",
+                op["operation_id"],
+                "--action",
+                "retry",
+                "--note",
+                "x",
+                "--home",
+                str(home),
+            ]
+        )
+        == 1
+    )
+    assert "REPLAY_RECOVERY_CONFLICT" in capsys.readouterr().err
+    assert main(["recovery", "apply", "--operation-id", op["operation_id"], "--home", str(home)]) == 2

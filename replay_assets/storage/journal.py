@@ -175,7 +175,7 @@ def execute(
 ) -> dict[str, Any]:
     """Run one operation so that any retry (another try, another run id, after SIGKILL anywhere)
     mutates the target at most once and finishes what is missing. Returns the recorded result."""
-    failpoints.hit(fail_point, "journal.before_intent")
+    failpoints.hit(fail_point, f"{op.kind}:before_intent")
     with warehouse.transaction() as con:
         entry = create_or_get(con, op, actor, clock())
         step = next_step(
@@ -183,7 +183,7 @@ def execute(
             fence_committed(con, op.operation_id),
             entry.state is not S.COMPLETE or target_now(con, entry) == entry.target_sha256,
         )
-    failpoints.hit(fail_point, "journal.after_intent")
+    failpoints.hit(fail_point, f"{op.kind}:after_intent")
     if step is Next.STOP:
         raise ReplayError(
             ErrorCode.COMMIT_UNKNOWN,
@@ -215,11 +215,11 @@ def _mutate(
         entry = get(con, op.operation_id) or entry
         for nxt in _path_to_committing(entry.state):
             entry = cas(con, entry, nxt, actor, "ready to mutate", clock())
-    failpoints.hit(fail_point, "journal.after_committing")
+    failpoints.hit(fail_point, f"{op.kind}:after_committing")
     try:
         with warehouse.transaction() as con:
             result, sha = mutate(con)
-            failpoints.hit(fail_point, "journal.inside_target")
+            failpoints.hit(fail_point, f"{op.kind}:inside_target")
             return _fence(con, op, actor, clock, result, sha)
     except Divert as divert:
         with warehouse.transaction() as con:
@@ -258,7 +258,7 @@ def _complete(
     fail_point: str | None,
     actor: str,
 ) -> dict[str, Any]:
-    failpoints.hit(fail_point, "journal.after_target_commit")
+    failpoints.hit(fail_point, f"{op.kind}:after_target_commit")
     with warehouse.transaction() as con:
         entry = get(con, op.operation_id)
         assert entry is not None
@@ -266,13 +266,43 @@ def _complete(
             entry = cas(con, entry, S.TARGET_COMMITTED, actor, "fence found: the mutation committed", clock())
         if entry.state is S.TARGET_COMMITTED:
             entry = cas(con, entry, S.COMMITTED_INCOMPLETE, actor, "completing evidence", clock())
-    failpoints.hit(fail_point, "journal.before_evidence")
+    failpoints.hit(fail_point, f"{op.kind}:before_evidence")
     evidence()
     with warehouse.transaction() as con:
         entry = get(con, op.operation_id)
         assert entry is not None
         if entry.state is S.COMMITTED_INCOMPLETE:
             entry = cas(con, entry, S.COMPLETE, actor, "evidence complete", clock())
-    failpoints.hit(fail_point, "journal.after_complete")
+    failpoints.hit(fail_point, f"{op.kind}:after_complete")
     assert entry.result is not None
     return entry.result
+
+
+IN_DOUBT_COMMITTED = """
+    SELECT o.operation_id, o.kind, o.asset, o.partition_key, o.intent_digest, m.input_identity
+    FROM operations o JOIN commit_markers m USING (operation_id)
+    WHERE o.state IN ('COMMITTING', 'TARGET_COMMITTED', 'COMMITTED_INCOMPLETE') ORDER BY o.created_at"""
+
+
+def finish_committed(
+    warehouse: Warehouse,
+    evidence: Callable[[], object],
+    clock: Callable[[], dt.datetime],
+    fail_point: str | None,
+) -> list[str]:
+    """Complete the evidence of every operation whose fence proves a commit but whose process died
+    before COMPLETE (nothing else would ever ask for them again). Returns their ids."""
+    with warehouse.connect() as con:
+        rows = con.execute(IN_DOUBT_COMMITTED).fetchall()
+    finished = []
+    for op_id, kind, asset, key, digest, identity in rows:
+        _complete(
+            warehouse,
+            Operation(op_id, digest, kind, asset, key, identity),
+            evidence,
+            clock,
+            fail_point,
+            "recovery:run",
+        )
+        finished.append(str(op_id))
+    return finished

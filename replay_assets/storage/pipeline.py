@@ -221,10 +221,16 @@ class Pipeline:
         return to_record(result), None
 
     def publish(self, business_dates: list[str], run_id: str | None) -> list[Published]:
-        with self.warehouse.transaction() as con, measure() as cost:
-            published = publish_aggregates(con, self.settings.home, business_dates, run_id, self.now())
-        with self.warehouse.transaction() as con:
-            key = f"{min(business_dates)}..{max(business_dates)}" if business_dates else ""
+        """Gate and publish business dates as of the certified pointer, as a journaled operation:
+        the same dates on the same certified state publish once, whatever retries happen."""
+        dates = sorted(business_dates)
+        with self.warehouse.connect() as con:
+            op = publish_operation(con, dates)
+
+        def mutate(con: duckdb.DuckDBPyConnection) -> tuple[dict[str, Any], str | None]:
+            with measure() as cost:
+                published = publish_aggregates(con, self.settings.home, dates, run_id, self.now())
+            key = f"{dates[0]}..{dates[-1]}" if dates else ""
             record_cost(
                 con,
                 run_id,
@@ -238,8 +244,18 @@ class Pipeline:
                 self.now(),
                 sum(p.candidate_bytes for p in published),
             )
-        self.refresh_published()
-        return published
+            return {"published": [p.to_record() for p in published]}, publications_digest(con, dates)
+
+        record = journal.execute(
+            self.warehouse,
+            op,
+            mutate,
+            self.refresh_published,
+            lambda con, _: publications_digest(con, dates),
+            self.now,
+            self.settings.fail_point,
+        )
+        return [Published.from_record(r) for r in record["published"]]
 
     def reverify(self, asset: str) -> reverify.Verdict:
         """Recompute published partitions as of their own load dates (read-only)."""
@@ -249,6 +265,12 @@ class Pipeline:
                 if asset == "current_orders"
                 else reverify.reverify_aggregates(con)
             )
+
+    def finish_in_doubt(self) -> list[str]:
+        """Finish operations a killed process left committed but incomplete (evidence only)."""
+        return journal.finish_committed(
+            self.warehouse, self.refresh_published, self.now, self.settings.fail_point
+        )
 
     def refresh_published(self) -> list[str]:
         """Export what is certified to the published copy (idempotent; after a crash between a
@@ -345,6 +367,43 @@ class Pipeline:
 LATEST_ATTEMPTS = """
     SELECT load_date, identity, status, reason FROM load_date_attempts
     QUALIFY row_number() OVER (PARTITION BY load_date, identity ORDER BY attempted_at DESC) = 1"""
+
+
+def publish_operation(con: duckdb.DuckDBPyConnection, dates: list[str]) -> journal.Operation:
+    """Identity of publishing business dates: the dates, the certified state they are computed from
+    (the pointer and its snapshot hash) and the queued restatements they release."""
+    pointer = certify.pointer(con)
+    upstream = certify.last_publication(con, "current_orders", pointer) if pointer else None
+    queued = con.execute(  # with the input identity of the load date that queued each group
+        """SELECT q.business_date, q.store_id, q.load_date, d.identity
+        FROM restatement_queue q JOIN load_dates d USING (load_date)
+        WHERE q.released_at IS NULL AND list_contains(?, q.business_date) ORDER BY ALL""",
+        [dates],
+    ).fetchall()
+    input_identity = canonical_json(
+        [dates, pointer or "", upstream[1] if upstream else "", [list(q) for q in queued]]
+    )
+    key = f"{dates[0]}..{dates[-1]}" if dates else ""
+    return journal.Operation(
+        operation_id("publish_aggregates", "daily_aggregates", key, input_identity),
+        intent_digest({"business_dates": dates}),
+        "publish_aggregates",
+        "daily_aggregates",
+        key,
+        input_identity,
+    )
+
+
+def publications_digest(con: duckdb.DuckDBPyConnection, dates: list[str]) -> str:
+    """What the target holds for these dates: their newest publication hashes."""
+    rows = con.execute(
+        """SELECT partition_key, version, content_sha256 FROM publications
+        WHERE asset = 'daily_aggregates' AND list_contains(?, partition_key)
+        QUALIFY row_number() OVER (PARTITION BY partition_key ORDER BY version DESC) = 1
+        ORDER BY 1""",
+        [dates],
+    ).fetchall()
+    return sha256_text(canonical_json([list(r) for r in rows]))
 
 
 def apply_operation(con: duckdb.DuckDBPyConnection, plan: DatePlan) -> journal.Operation:

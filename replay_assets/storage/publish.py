@@ -6,12 +6,13 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import polars as pl
 
 from replay_assets.core.aggregate import AGGREGATE_COLUMNS, aggregate_frame, content_sha256
-from replay_assets.core.gate import CheckOutcome, all_passed
+from replay_assets.core.gate import Check, CheckOutcome, all_passed
 from replay_assets.storage import certify
 from replay_assets.storage.landing import insert_frame
 from replay_assets.storage.migrations import ORDER_COLUMNS
@@ -40,6 +41,40 @@ class Published:
     @property
     def certified(self) -> bool:
         return all_passed(self.checks)
+
+    def to_record(self) -> dict[str, Any]:
+        return {
+            "business_date": self.business_date,
+            "version": self.version,
+            "content_sha256": self.content_sha256,
+            "rows": self.rows,
+            "as_of_load_date": self.as_of_load_date,
+            "candidate_bytes": self.candidate_bytes,
+            "checks": [
+                {
+                    "check": o.check.value,
+                    "passed": o.passed,
+                    "summary": o.summary,
+                    "metadata": dict(o.metadata),
+                }
+                for o in self.checks
+            ],
+        }
+
+    @classmethod
+    def from_record(cls, r: dict[str, Any]) -> Published:
+        checks = tuple(
+            CheckOutcome(Check(c["check"]), c["passed"], c["summary"], c["metadata"]) for c in r["checks"]
+        )
+        return cls(
+            r["business_date"],
+            r["version"],
+            r["content_sha256"],
+            r["rows"],
+            checks,
+            r["as_of_load_date"],
+            r["candidate_bytes"],
+        )
 
 
 def lines_for_dates(con: duckdb.DuckDBPyConnection, as_of: str, dates: list[str]) -> pl.DataFrame:

@@ -1,0 +1,164 @@
+"""Operator recovery of journaled operations (SPEC 6): read-only inspect and plan, explicit apply.
+
+Works with Dagster down: it needs only the warehouse. Every applied action is a CAS transition on
+the operation's version with an audit row naming the operator and the note.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import duckdb
+
+from replay_assets.core.errors import ErrorCode, ReplayError
+from replay_assets.core.journal import IN_DOUBT, CommitState, Next, next_step
+from replay_assets.storage import journal
+from replay_assets.storage.warehouse import Warehouse
+
+S = CommitState
+
+
+class Action(enum.StrEnum):
+    COMPLETE_EVIDENCE = "complete-evidence"  # the fence proves the commit: finish evidence only
+    RETRY = "retry"  # no fence: the mutation provably did not commit; the next run retries it
+    MARK_COMMITTED = "mark-committed"  # COMMIT_UNKNOWN resolved by the operator: it committed
+    MARK_NOT_COMMITTED = "mark-not-committed"  # COMMIT_UNKNOWN resolved by the operator: it did not
+
+
+@dataclass(frozen=True)
+class Plan:
+    operation_id: str
+    state: CommitState
+    version: int
+    fence: bool
+    actions: list[Action]
+    explanation: str
+
+
+def in_doubt(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    """Operations that are not COMPLETE and not safely restartable as they are."""
+    rows = con.execute("""SELECT operation_id, kind, partition_key, state, version, updated_at FROM operations
+        WHERE state <> 'COMPLETE' ORDER BY updated_at""").fetchall()
+    names = ("operation_id", "kind", "partition_key", "state", "version", "updated_at")
+    return [dict(zip(names, r, strict=True)) for r in rows]
+
+
+def inspect(con: duckdb.DuckDBPyConnection, operation_id: str) -> dict[str, Any]:
+    entry = _entry(con, operation_id)
+    audit = con.execute(
+        """SELECT version, from_state, to_state, actor, note, changed_at FROM operation_audit
+        WHERE operation_id = ? ORDER BY version""",
+        [operation_id],
+    ).fetchall()
+    return {
+        "operation_id": entry.operation_id,
+        "kind": entry.kind,
+        "asset": entry.asset,
+        "partition_key": entry.partition_key,
+        "intent_digest": entry.intent_digest,
+        "state": entry.state.value,
+        "version": entry.version,
+        "fence": journal.fence_committed(con, operation_id),
+        "target_sha256": entry.target_sha256,
+        "audit": [dict(zip(("version", "from", "to", "actor", "note", "at"), a, strict=True)) for a in audit],
+    }
+
+
+def plan(con: duckdb.DuckDBPyConnection, operation_id: str) -> Plan:
+    entry = _entry(con, operation_id)
+    fence = journal.fence_committed(con, operation_id)
+    step = next_step(entry.state, fence, True)
+    if entry.state is S.COMMIT_UNKNOWN:
+        return Plan(
+            operation_id,
+            entry.state,
+            entry.version,
+            fence,
+            [Action.MARK_COMMITTED, Action.MARK_NOT_COMMITTED],
+            "the outcome is unknown: compare the target with the intent, then mark it",
+        )
+    if step is Next.COMPLETE_EVIDENCE:
+        return Plan(
+            operation_id,
+            entry.state,
+            entry.version,
+            fence,
+            [Action.COMPLETE_EVIDENCE],
+            "the fence proves the mutation committed; only evidence is missing",
+        )
+    if entry.state in IN_DOUBT or entry.state in (S.PREPARING, S.PREPARED):
+        return Plan(
+            operation_id,
+            entry.state,
+            entry.version,
+            fence,
+            [Action.RETRY],
+            "no fence: the mutation did not commit; the next run may retry it safely",
+        )
+    return Plan(operation_id, entry.state, entry.version, fence, [], f"{entry.state}: nothing to do")
+
+
+def apply(
+    warehouse: Warehouse,
+    operation_id: str,
+    action: Action,
+    note: str,
+    operator: str,
+    evidence: Callable[[], object],
+    now: dt.datetime,
+) -> journal.Entry:
+    """Carry out one planned action under CAS; refuses if the operation moved since it was planned."""
+    with warehouse.transaction() as con:
+        current = plan(con, operation_id)
+        if action not in current.actions:
+            raise ReplayError(
+                ErrorCode.RECOVERY_CONFLICT,
+                f"action {action} is not planned for {current.state} (planned: "
+                f"{', '.join(current.actions) or 'none'})",
+            )
+        entry = _entry(con, operation_id)
+        actor, what = f"operator:{operator}", f"{action}: {note}"
+        if action is Action.RETRY:
+            return _walk(
+                con,
+                entry,
+                [S.FAILED_PRE_COMMIT]
+                if entry.state in (S.PREPARING, S.PREPARED)
+                else [S.PREPARED, S.FAILED_PRE_COMMIT],
+                actor,
+                what,
+                now,
+            )
+        if action is Action.MARK_NOT_COMMITTED:
+            return _walk(con, entry, [S.PREPARED, S.FAILED_PRE_COMMIT], actor, what, now)
+        if entry.state in (S.COMMIT_UNKNOWN, S.COMMITTING):
+            entry = journal.cas(con, entry, S.TARGET_COMMITTED, actor, what, now)
+        if entry.state is S.TARGET_COMMITTED:
+            entry = journal.cas(con, entry, S.COMMITTED_INCOMPLETE, actor, what, now)
+    evidence()
+    with warehouse.transaction() as con:
+        return journal.cas(con, _entry(con, operation_id), S.COMPLETE, actor, what, now)
+
+
+def _walk(
+    con: duckdb.DuckDBPyConnection,
+    entry: journal.Entry,
+    states: list[CommitState],
+    actor: str,
+    note: str,
+    now: dt.datetime,
+) -> journal.Entry:
+    for state in states:
+        entry = journal.cas(con, entry, state, actor, note, now)
+    return entry
+
+
+def _entry(con: duckdb.DuckDBPyConnection, operation_id: str) -> journal.Entry:
+    entry = journal.get(con, operation_id)
+    if entry is None:
+        raise ReplayError(ErrorCode.USAGE, f"no operation {operation_id[:16]}")
+    return entry
