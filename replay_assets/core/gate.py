@@ -10,6 +10,7 @@ import datetime as dt
 import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import pandera.polars as pa
 import polars as pl
@@ -36,6 +37,15 @@ class CheckOutcome:
     passed: bool
     summary: str
     metadata: Mapping[str, str | int] = field(default_factory=dict)
+
+
+def outcome_record(o: CheckOutcome) -> dict[str, Any]:
+    """A check verdict as a JSON-ready record (what the journal and publications keep)."""
+    return {"check": o.check.value, "passed": o.passed, "summary": o.summary, "metadata": dict(o.metadata)}
+
+
+def outcome_from_record(r: Mapping[str, Any]) -> CheckOutcome:
+    return CheckOutcome(Check(r["check"]), r["passed"], r["summary"], r["metadata"])
 
 
 def all_passed(outcomes: Sequence[CheckOutcome]) -> bool:

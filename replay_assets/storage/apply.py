@@ -15,7 +15,7 @@ import polars as pl
 from replay_assets.core.aggregate import Controls, controls_of
 from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.fold import EVENT_SCHEMA, fold_frame
-from replay_assets.core.gate import Check, CheckOutcome, all_passed, failures
+from replay_assets.core.gate import CheckOutcome, all_passed, failures, outcome_from_record, outcome_record
 from replay_assets.core.plan import DatePlan
 from replay_assets.core.state import Counts
 from replay_assets.storage import certify, records
@@ -170,10 +170,7 @@ def to_record(result: ApplyResult) -> dict[str, Any]:
         "controls": list(result.controls.as_tuple()) if result.controls else None,
         "content_sha256": result.content_sha256,
         "reasons": list(result.reasons),
-        "checks": [
-            {"check": o.check.value, "passed": o.passed, "summary": o.summary, "metadata": dict(o.metadata)}
-            for o in result.checks
-        ],
+        "checks": [outcome_record(o) for o in result.checks],
         "rows_written": result.rows_written,
     }
 
@@ -187,10 +184,7 @@ def from_record(record: dict[str, Any]) -> ApplyResult:
         Controls(*record["controls"]) if record["controls"] else None,
         record["content_sha256"],
         tuple(record["reasons"]),
-        tuple(
-            CheckOutcome(Check(c["check"]), c["passed"], c["summary"], c["metadata"])
-            for c in record["checks"]
-        ),
+        tuple(outcome_from_record(c) for c in record["checks"]),
         None,
         record["rows_written"],
     )

@@ -90,9 +90,7 @@ def create_or_get(con: duckdb.DuckDBPyConnection, op: Operation, actor: str, now
         [op.operation_id, op.kind, op.asset, op.partition_key, op.intent_digest, S.PREPARING.value, now, now],
     )
     _audit(con, op.operation_id, 1, None, S.PREPARING, actor, "intent recorded", now)
-    entry = get(con, op.operation_id)
-    assert entry is not None
-    return entry
+    return _reload(con, op.operation_id)
 
 
 def cas(
@@ -128,9 +126,13 @@ def cas(
             f"operation {entry.operation_id[:16]} changed concurrently (expected version {entry.version})",
         )
     _audit(con, entry.operation_id, int(rows[0][0]), entry.state, nxt, actor, note, now)
-    moved = get(con, entry.operation_id)
-    assert moved is not None
-    return moved
+    return _reload(con, entry.operation_id)
+
+
+def _reload(con: duckdb.DuckDBPyConnection, operation_id: str) -> Entry:
+    entry = get(con, operation_id)
+    assert entry is not None, "the journal entry was written in this transaction"
+    return entry
 
 
 def _audit(
@@ -245,9 +247,16 @@ def _fence(
     sha: str | None,
 ) -> Entry:
     write_fence(con, op, clock())
-    entry = get(con, op.operation_id)
-    assert entry is not None
-    return cas(con, entry, S.TARGET_COMMITTED, actor, "target committed with its fence", clock(), result, sha)
+    return cas(
+        con,
+        _reload(con, op.operation_id),
+        S.TARGET_COMMITTED,
+        actor,
+        "target committed with its fence",
+        clock(),
+        result,
+        sha,
+    )
 
 
 def _complete(
@@ -260,8 +269,7 @@ def _complete(
 ) -> dict[str, Any]:
     failpoints.hit(fail_point, f"{op.kind}:after_target_commit")
     with warehouse.transaction() as con:
-        entry = get(con, op.operation_id)
-        assert entry is not None
+        entry = _reload(con, op.operation_id)
         if entry.state is S.COMMITTING:  # the fence proved the commit of an interrupted attempt
             entry = cas(con, entry, S.TARGET_COMMITTED, actor, "fence found: the mutation committed", clock())
         if entry.state is S.TARGET_COMMITTED:
@@ -269,8 +277,7 @@ def _complete(
     failpoints.hit(fail_point, f"{op.kind}:before_evidence")
     evidence()
     with warehouse.transaction() as con:
-        entry = get(con, op.operation_id)
-        assert entry is not None
+        entry = _reload(con, op.operation_id)
         if entry.state is S.COMMITTED_INCOMPLETE:
             entry = cas(con, entry, S.COMPLETE, actor, "evidence complete", clock())
     failpoints.hit(fail_point, f"{op.kind}:after_complete")

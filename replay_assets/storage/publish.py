@@ -12,7 +12,7 @@ import duckdb
 import polars as pl
 
 from replay_assets.core.aggregate import AGGREGATE_COLUMNS, aggregate_frame, content_sha256
-from replay_assets.core.gate import Check, CheckOutcome, all_passed
+from replay_assets.core.gate import CheckOutcome, all_passed, outcome_from_record, outcome_record
 from replay_assets.storage import certify
 from replay_assets.storage.landing import insert_frame
 from replay_assets.storage.migrations import ORDER_COLUMNS
@@ -50,22 +50,12 @@ class Published:
             "rows": self.rows,
             "as_of_load_date": self.as_of_load_date,
             "candidate_bytes": self.candidate_bytes,
-            "checks": [
-                {
-                    "check": o.check.value,
-                    "passed": o.passed,
-                    "summary": o.summary,
-                    "metadata": dict(o.metadata),
-                }
-                for o in self.checks
-            ],
+            "checks": [outcome_record(o) for o in self.checks],
         }
 
     @classmethod
     def from_record(cls, r: dict[str, Any]) -> Published:
-        checks = tuple(
-            CheckOutcome(Check(c["check"]), c["passed"], c["summary"], c["metadata"]) for c in r["checks"]
-        )
+        checks = tuple(outcome_from_record(c) for c in r["checks"])
         return cls(
             r["business_date"],
             r["version"],
