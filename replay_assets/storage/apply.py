@@ -51,6 +51,7 @@ class ApplyResult:
     checks: tuple[CheckOutcome, ...] = ()
     candidate_rows: pl.DataFrame | None = None  # the history rows a failed candidate would write
     rows_written: int = 0
+    row_count: int = 0  # rows of the state snapshot as of the load date
 
 
 def _mode(con: duckdb.DuckDBPyConnection, plan: DatePlan, sealed_ok: bool) -> Mode:
@@ -151,13 +152,11 @@ def _result(
     checks = tuple(certify.state_checks(con, day, orders, customers, counts, first_date))
     if not all_passed(checks):
         return ApplyResult(day, Mode.FAILED, counts, dates, controls, digest, (failures(checks),), checks)
+    rows = orders.height + customers.height
     if mode != Mode.VERIFY:
         certify.certify_state(con, day, digest, checks, run_id, now)
-        con.execute(
-            "INSERT OR REPLACE INTO snapshots VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [day, *controls.as_tuple(), orders.height + customers.height, digest],
-        )
-    return ApplyResult(day, mode, counts, dates, controls, digest, (), checks)
+        certify.write_snapshot(con, day, controls, rows, digest)
+    return ApplyResult(day, mode, counts, dates, controls, digest, (), checks, row_count=rows)
 
 
 def to_record(result: ApplyResult) -> dict[str, Any]:
@@ -172,6 +171,7 @@ def to_record(result: ApplyResult) -> dict[str, Any]:
         "reasons": list(result.reasons),
         "checks": [outcome_record(o) for o in result.checks],
         "rows_written": result.rows_written,
+        "row_count": result.row_count,
     }
 
 
@@ -187,4 +187,5 @@ def from_record(record: dict[str, Any]) -> ApplyResult:
         tuple(outcome_from_record(c) for c in record["checks"]),
         None,
         record["rows_written"],
+        record["row_count"],
     )

@@ -12,6 +12,7 @@ import duckdb
 import polars as pl
 
 from replay_assets.core.aggregate import Controls, controls_of
+from replay_assets.core.events import canonical_json, sha256_text
 from replay_assets.core.gate import (
     CheckOutcome,
     check_completeness,
@@ -160,11 +161,13 @@ def record_publication(
     outcomes: Sequence[CheckOutcome],
     run_id: str | None,
     now: dt.datetime,
+    repair_reason: str | None = None,
 ) -> int | None:
     """Publish a new version when the content changed and ``as_of`` is not older than the last
-    publication (monotone). Returns the new version, or None when nothing new was published."""
+    publication (monotone). Returns the new version, or None when nothing new was published.
+    A repair always publishes a new version, with its reason, as the audit trail of the fix."""
     last = last_publication(con, asset, key)
-    if last is not None and (last[1] == digest or last[2] > as_of):
+    if repair_reason is None and last is not None and (last[1] == digest or last[2] > as_of):
         set_status(
             con,
             asset,
@@ -175,7 +178,7 @@ def record_publication(
         )
         return None
     version = 1 if last is None else last[0] + 1
-    reason = "first publication" if last is None else f"restated as of load date {as_of}"
+    reason = repair_reason or ("first publication" if last is None else f"restated as of load date {as_of}")
     con.execute(
         "INSERT INTO publications VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [asset, key, version, as_of, digest, checks_json(outcomes), now, run_id, reason],
@@ -199,9 +202,10 @@ def certify_state(
     outcomes: Sequence[CheckOutcome],
     run_id: str | None,
     now: dt.datetime,
+    repair_reason: str | None = None,
 ) -> None:
     """Publish the load date's snapshot and move the consumer pointer to it (never backwards)."""
-    record_publication(con, "current_orders", day, day, digest, outcomes, run_id, now)
+    record_publication(con, "current_orders", day, day, digest, outcomes, run_id, now, repair_reason)
     current = pointer(con)
     if current is None or current < day:
         con.execute("INSERT OR REPLACE INTO pointers VALUES ('published_load_date', ?)", [day])
@@ -245,3 +249,21 @@ def record_failed_candidate(
     )
     set_status(con, asset, [key], Status.FAILED_CANDIDATE, reason, now)
     return path
+
+
+def write_snapshot(
+    con: duckdb.DuckDBPyConnection, day: str, controls: Controls, rows: int, digest: str
+) -> None:
+    """The certified snapshot record of a load date: controls, row count, content hash."""
+    con.execute(
+        "INSERT OR REPLACE INTO snapshots VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [day, *controls.as_tuple(), rows, digest],
+    )
+
+
+def target_digest(con: duckdb.DuckDBPyConnection, day: str, state_digest: str) -> str:
+    """What applying a load date left in the target: the state, its snapshot record and its latest
+    publication. A retry compares it with the journal's record (drift means repair)."""
+    snap = one(con, "SELECT * EXCLUDE (load_date) FROM snapshots WHERE load_date = ?", [day])
+    pub = last_publication(con, "current_orders", day)
+    return sha256_text(canonical_json([state_digest, list(snap) if snap else None, pub[1] if pub else None]))

@@ -14,7 +14,8 @@ from typing import Any
 import duckdb
 
 from replay_assets.core.errors import ErrorCode, ReplayError
-from replay_assets.core.journal import CommitState, Next, can_move, next_step
+from replay_assets.core.events import canonical_json
+from replay_assets.core.journal import CommitState, Next, can_move, next_step, operation_id
 from replay_assets.storage import failpoints
 from replay_assets.storage.warehouse import Warehouse, one
 
@@ -174,16 +175,21 @@ def execute(
     clock: Callable[[], dt.datetime],
     fail_point: str | None,
     actor: str = "pipeline",
+    repair: Mutation | None = None,
 ) -> dict[str, Any]:
     """Run one operation so that any retry (another try, another run id, after SIGKILL anywhere)
-    mutates the target at most once and finishes what is missing. Returns the recorded result."""
+    mutates the target at most once and finishes what is missing. Returns the recorded result.
+
+    A COMPLETE operation whose target drifted from its record is not trusted: a repair operation,
+    whose identity includes the observed target hash, runs ``repair`` (SPEC 6)."""
     failpoints.hit(fail_point, f"{op.kind}:before_intent")
     with warehouse.transaction() as con:
         entry = create_or_get(con, op, actor, clock())
+        observed = target_now(con, entry) if entry.state is S.COMPLETE else None
         step = next_step(
             entry.state,
             fence_committed(con, op.operation_id),
-            entry.state is not S.COMPLETE or target_now(con, entry) == entry.target_sha256,
+            entry.state is not S.COMPLETE or observed == entry.target_sha256,
         )
     failpoints.hit(fail_point, f"{op.kind}:after_intent")
     if step is Next.STOP:
@@ -192,10 +198,21 @@ def execute(
             f"operation {op.operation_id[:16]} is {entry.state}: run `replay-assets recovery plan`",
         )
     if step is Next.REPAIR:
-        raise ReplayError(
-            ErrorCode.HISTORY_DIVERGED,
-            f"operation {op.operation_id[:16]}: the target no longer matches its recorded result",
+        if repair is None:
+            raise ReplayError(
+                ErrorCode.HISTORY_DIVERGED,
+                f"operation {op.operation_id[:16]}: the target no longer matches its recorded result",
+            )
+        identity = canonical_json([op.operation_id, observed or ""])
+        fix = Operation(
+            operation_id(f"repair_{op.kind}", op.asset, op.partition_key, identity),
+            op.intent_digest,
+            f"repair_{op.kind}",
+            op.asset,
+            op.partition_key,
+            identity,
         )
+        return execute(warehouse, fix, repair, evidence, target_now, clock, fail_point, actor, repair)
     if step is Next.RETURN_RECORDED:
         assert entry.result is not None
         return entry.result

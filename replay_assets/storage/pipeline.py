@@ -153,15 +153,42 @@ class Pipeline:
             self._record_apply_cost(con, result, cost, run_id, 0)
             failpoints.hit(self.settings.fail_point, "apply.before_commit")
             certified = result.status in (Mode.APPLY, Mode.RESTATE, Mode.VERIFY)
-            return to_record(result), result.content_sha256 if certified else None
+            digest = result.content_sha256 or ""
+            return to_record(result), certify.target_digest(con, load_date, digest) if certified else None
 
         def target_now(con: duckdb.DuckDBPyConnection, entry: journal.Entry) -> str | None:
             if entry.target_sha256 is None:
                 return None  # a blocked or failed outcome has no target state to compare
-            return apply_load_date(con, plan, first, run_id, self.now(), sealed_ok=True).content_sha256
+            verified = apply_load_date(
+                con, plan, first, run_id, self.now(), sealed_ok=True
+            )  # from raw; read-only
+            return certify.target_digest(con, load_date, verified.content_sha256 or "")
+
+        def repair(con: duckdb.DuckDBPyConnection) -> tuple[dict[str, Any], str | None]:
+            """The history matches raw but its certified record drifted: certify it again."""
+            verified = apply_load_date(con, plan, first, run_id, self.now(), sealed_ok=True)
+            if verified.status is Mode.FAILED or verified.controls is None or verified.content_sha256 is None:
+                raise ReplayError(
+                    ErrorCode.HISTORY_DIVERGED, f"load date {load_date} cannot be certified again"
+                )
+            reason = "repaired: the stored snapshot record drifted from history recomputed from raw"
+            certify.certify_state(
+                con, load_date, verified.content_sha256, verified.checks, run_id, self.now(), reason
+            )
+            certify.write_snapshot(
+                con, load_date, verified.controls, verified.row_count, verified.content_sha256
+            )
+            return to_record(verified), certify.target_digest(con, load_date, verified.content_sha256)
 
         record = journal.execute(
-            self.warehouse, op, mutate, self.refresh_published, target_now, self.now, self.settings.fail_point
+            self.warehouse,
+            op,
+            mutate,
+            self.refresh_published,
+            target_now,
+            self.now,
+            self.settings.fail_point,
+            repair=repair,
         )
         failpoints.hit(self.settings.fail_point, "apply.after_commit")
         result = from_record(record)

@@ -86,3 +86,33 @@ def test_malformed_lines_are_rejected_and_change_nothing(
             0
         ]
     assert rejected == sum(1 for line in lines if line.strip())
+
+
+def test_a_drifted_snapshot_record_is_repaired_by_a_repair_operation(tmp_path: Path) -> None:
+    pipeline = seeded(tmp_path)
+    with pipeline.warehouse.transaction() as con:  # the stored record drifts (seed 003's corruption)
+        con.execute(
+            "UPDATE snapshots SET cost_minor = 435, gross_profit_minor = 255 WHERE load_date = '2026-09-20'"
+        )
+        later = con.execute("""SELECT version, content_sha256 FROM publications
+                               WHERE asset = 'current_orders' AND partition_key = '2026-09-21'""").fetchall()
+    result = pipeline.apply("2026-09-20", None, sealed_ok=True)
+    assert result.controls is not None and result.controls.as_tuple() == (8, 5, 10, 690, 425, 265)
+    with pipeline.warehouse.connect() as con:
+        snapshot = con.execute("""SELECT cost_minor, gross_profit_minor FROM snapshots
+                                  WHERE load_date = '2026-09-20'""").fetchall()
+        versions = con.execute("""SELECT version, reason FROM publications WHERE asset = 'current_orders'
+                                  AND partition_key = '2026-09-20' ORDER BY version""").fetchall()
+        kinds = con.execute("SELECT kind, state FROM operations WHERE kind LIKE 'repair%'").fetchall()
+        assert (
+            con.execute("""SELECT version, content_sha256 FROM publications WHERE asset = 'current_orders'
+                              AND partition_key = '2026-09-21'""").fetchall()
+            == later
+        )
+    assert snapshot == [(425, 265)]
+    assert [v for v, _ in versions] == [1, 2] and versions[1][1].startswith("repaired:")
+    assert kinds == [("repair_apply_load_date", "COMPLETE")]
+    pipeline.apply("2026-09-20", None, sealed_ok=True)  # the repaired target matches: nothing new
+    with pipeline.warehouse.connect() as con:
+        assert con.execute("""SELECT count(*) FROM publications WHERE asset = 'current_orders'
+                              AND partition_key = '2026-09-20'""").fetchall() == [(2,)]
