@@ -59,3 +59,24 @@ def record_cost(
             now,
         ],
     )
+
+
+def run_costs(con: duckdb.DuckDBPyConnection, run_id: str, step: str) -> dict[str, float]:
+    """Totals of one step of one run."""
+    row = con.execute(
+        """SELECT count(*), coalesce(sum(events), 0), coalesce(sum(bytes_read), 0),
+            round(coalesce(sum(cpu_seconds), 0), 3), round(coalesce(sum(wall_seconds), 0), 3),
+            coalesce(sum(rows_written), 0), coalesce(sum(candidate_bytes), 0)
+            FROM costs WHERE run_id = ? AND step = ?""",
+        [run_id, step],
+    ).fetchall()[0]
+    names = (
+        "cost_records",
+        "events",
+        "bytes_read",
+        "cpu_seconds",
+        "wall_seconds",
+        "rows_written",
+        "candidate_bytes",
+    )
+    return dict(zip(names, (float(v) for v in row), strict=True))

@@ -13,13 +13,14 @@ import duckdb
 from replay_assets.core.config import Settings
 from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.events import ValidationContext, canonical_json, sha256_text
-from replay_assets.core.journal import intent_digest, operation_id
 from replay_assets.core.manifest import Manifest
-from replay_assets.core.plan import DatePlan, DateStatus, WarehouseFacts, next_to_apply, plan_load_dates
+from replay_assets.core.plan import DatePlan, DateStatus, next_to_apply, plan_load_dates
 from replay_assets.storage import certify, failpoints, journal, landing_area, reverify
 from replay_assets.storage import published as published_copy
 from replay_assets.storage.apply import ApplyResult, Mode, apply_load_date, from_record, to_record
-from replay_assets.storage.costs import Cost, measure, record_cost
+from replay_assets.storage.costs import Cost, measure, record_cost, run_costs
+from replay_assets.storage.facts import contiguous_ranges, record_attempt, require_landed, warehouse_facts
+from replay_assets.storage.identities import apply_operation, publications_digest, publish_operation
 from replay_assets.storage.landing import Landed, land_batch
 from replay_assets.storage.publish import Published, publish_aggregates
 from replay_assets.storage.status import Status, set_status
@@ -92,7 +93,7 @@ class Pipeline:
                 files, problem = landing_area.read_verified(by_batch[delivery.batch_id].path.parent, manifest)
                 if problem:
                     problem = f"batch {delivery.batch_id}: {problem}"
-                    _record_attempt(con, plan, Status.BLOCKED_UPSTREAM, problem, self.now())
+                    record_attempt(con, plan, Status.BLOCKED_UPSTREAM, problem, self.now())
                     break
                 verified.append((manifest, files))
             else:
@@ -141,7 +142,7 @@ class Pipeline:
                 raise ReplayError(
                     ErrorCode.NOT_READY, f"load date {load_date} is {plan.status}: {plan.reason}"
                 )
-            _require_landed(con, plan)
+            require_landed(con, plan)
             op = apply_operation(con, plan)
         first = decision.plans[0].load_date
 
@@ -346,24 +347,7 @@ class Pipeline:
     def run_costs(self, run_id: str, step: str) -> dict[str, float]:
         """Cost evidence of one step of one run, for asset metadata."""
         with self.warehouse.connect() as con:
-            row = one(
-                con,
-                """SELECT count(*), coalesce(sum(events), 0), coalesce(sum(bytes_read), 0),
-                round(coalesce(sum(cpu_seconds), 0), 3), round(coalesce(sum(wall_seconds), 0), 3),
-                coalesce(sum(rows_written), 0), coalesce(sum(candidate_bytes), 0)
-                FROM costs WHERE run_id = ? AND step = ?""",
-                [run_id, step],
-            )
-        names = (
-            "cost_records",
-            "events",
-            "bytes_read",
-            "cpu_seconds",
-            "wall_seconds",
-            "rows_written",
-            "candidate_bytes",
-        )
-        return dict(zip(names, (float(v) for v in row), strict=True)) if row else {}
+            return run_costs(con, run_id, step)
 
     def cursor(self, sensor: str) -> str | None:
         with self.warehouse.connect() as con:
@@ -391,117 +375,8 @@ class Pipeline:
             return decision
 
 
-LATEST_ATTEMPTS = """
-    SELECT load_date, identity, status, reason FROM load_date_attempts
-    QUALIFY row_number() OVER (PARTITION BY load_date, identity ORDER BY attempted_at DESC) = 1"""
-
-
-def publish_operation(con: duckdb.DuckDBPyConnection, dates: list[str]) -> journal.Operation:
-    """Identity of publishing business dates: the dates, the certified state they are computed from
-    (the pointer and its snapshot hash) and the queued restatements they release."""
-    pointer = certify.pointer(con)
-    upstream = certify.last_publication(con, "current_orders", pointer) if pointer else None
-    queued = con.execute(  # with the input identity of the load date that queued each group
-        """SELECT q.business_date, q.store_id, q.load_date, d.identity
-        FROM restatement_queue q JOIN load_dates d USING (load_date)
-        WHERE q.released_at IS NULL AND list_contains(?, q.business_date) ORDER BY ALL""",
-        [dates],
-    ).fetchall()
-    input_identity = canonical_json(
-        [dates, pointer or "", upstream[1] if upstream else "", [list(q) for q in queued]]
-    )
-    key = f"{dates[0]}..{dates[-1]}" if dates else ""
-    return journal.Operation(
-        operation_id("publish_aggregates", "daily_aggregates", key, input_identity),
-        intent_digest({"business_dates": dates}),
-        "publish_aggregates",
-        "daily_aggregates",
-        key,
-        input_identity,
-    )
-
-
-def publications_digest(con: duckdb.DuckDBPyConnection, dates: list[str]) -> str:
-    """What the target holds for these dates: their newest publication hashes."""
-    rows = con.execute(
-        """SELECT partition_key, version, content_sha256 FROM publications
-        WHERE asset = 'daily_aggregates' AND list_contains(?, partition_key)
-        QUALIFY row_number() OVER (PARTITION BY partition_key ORDER BY version DESC) = 1
-        ORDER BY 1""",
-        [dates],
-    ).fetchall()
-    return sha256_text(canonical_json([list(r) for r in rows]))
-
-
-def apply_operation(con: duckdb.DuckDBPyConnection, plan: DatePlan) -> journal.Operation:
-    """Identity of applying a load date: its input (manifest hashes) and its upstream content (the
-    certified snapshot of the day before), never a run id or a try."""
-    prev = (dt.date.fromisoformat(plan.load_date) - dt.timedelta(days=1)).isoformat()
-    upstream = certify.last_publication(con, "current_orders", prev)
-    input_identity = canonical_json([plan.identity, upstream[1] if upstream else ""])
-    intent = {"batches": sorted([b.source, b.batch_id, b.manifest_sha256] for b in plan.batches)}
-    return journal.Operation(
-        operation_id("apply_load_date", "current_orders", plan.load_date, input_identity),
-        intent_digest(intent),
-        "apply_load_date",
-        "current_orders",
-        plan.load_date,
-        input_identity,
-    )
-
-
-def warehouse_facts(con: duckdb.DuckDBPyConnection) -> WarehouseFacts:
-    applied = dict(con.execute("SELECT load_date, identity FROM load_dates").fetchall())
-    blocked = {(d, i): (DateStatus(s), r) for d, i, s, r in con.execute(LATEST_ATTEMPTS).fetchall()}
-    skipped = frozenset(r[0] for r in con.execute("SELECT batch_id FROM batch_resolutions").fetchall())
-    landed = dict(con.execute("SELECT batch_id, manifest_sha256 FROM manifests").fetchall())
-    return WarehouseFacts(applied, blocked, skipped, landed, certify.pointer(con) or "")
-
-
-def contiguous_ranges(dates: list[str]) -> list[tuple[str, str]]:
-    """Group sorted ISO dates into runs of consecutive days."""
-    ranges: list[tuple[str, str]] = []
-    for day in dates:
-        if ranges and dt.date.fromisoformat(ranges[-1][1]) + dt.timedelta(days=1) == dt.date.fromisoformat(
-            day
-        ):
-            ranges[-1] = (ranges[-1][0], day)
-        else:
-            ranges.append((day, day))
-    return ranges
-
-
 def _plan_for(decision: Decision, load_date: str) -> DatePlan:
     for plan in decision.plans:
         if plan.load_date == load_date:
             return plan
     raise ReplayError(ErrorCode.NOT_READY, f"load date {load_date} has no delivery")
-
-
-def _not_applicable(plan: DatePlan) -> str | None:
-    return None if plan.status in APPLICABLE else f"{plan.status}: {plan.reason}"
-
-
-def _record_attempt(
-    con: duckdb.DuckDBPyConnection, plan: DatePlan, status: Status, reason: str, now: dt.datetime
-) -> None:
-    con.execute(  # keyed by the file fingerprints: replacing the broken file makes the date ready
-        "INSERT INTO load_date_attempts VALUES (?, ?, ?, ?, ?)",
-        [plan.load_date, plan.attempt_key, status.value, reason, now],
-    )
-    set_status(con, "current_orders", [plan.load_date], status, reason, now)
-
-
-def _require_landed(con: duckdb.DuckDBPyConnection, plan: DatePlan) -> None:
-    landed = {
-        r[0]
-        for r in con.execute(
-            "SELECT batch_id FROM manifests WHERE load_date = ?", [plan.load_date]
-        ).fetchall()
-    }
-    missing = [b.batch_id for b in plan.batches if b.batch_id not in landed]
-    if missing:
-        raise ReplayError(
-            ErrorCode.NOT_READY,
-            f"batch {missing[0]} of load date {plan.load_date} is not landed: materialize raw_receipts first",
-        )

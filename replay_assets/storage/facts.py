@@ -1,0 +1,62 @@
+"""What the warehouse knows about load dates, for the plan and for the landing and apply steps."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import duckdb
+
+from replay_assets.core.errors import ErrorCode, ReplayError
+from replay_assets.core.plan import DatePlan, DateStatus, WarehouseFacts
+from replay_assets.storage import certify
+from replay_assets.storage.status import Status, set_status
+
+LATEST_ATTEMPTS = """
+    SELECT load_date, identity, status, reason FROM load_date_attempts
+    QUALIFY row_number() OVER (PARTITION BY load_date, identity ORDER BY attempted_at DESC) = 1"""
+
+
+def warehouse_facts(con: duckdb.DuckDBPyConnection) -> WarehouseFacts:
+    applied = dict(con.execute("SELECT load_date, identity FROM load_dates").fetchall())
+    blocked = {(d, i): (DateStatus(s), r) for d, i, s, r in con.execute(LATEST_ATTEMPTS).fetchall()}
+    skipped = frozenset(r[0] for r in con.execute("SELECT batch_id FROM batch_resolutions").fetchall())
+    landed = dict(con.execute("SELECT batch_id, manifest_sha256 FROM manifests").fetchall())
+    return WarehouseFacts(applied, blocked, skipped, landed, certify.pointer(con) or "")
+
+
+def contiguous_ranges(dates: list[str]) -> list[tuple[str, str]]:
+    """Group sorted ISO dates into runs of consecutive days."""
+    ranges: list[tuple[str, str]] = []
+    for day in dates:
+        if ranges and dt.date.fromisoformat(ranges[-1][1]) + dt.timedelta(days=1) == dt.date.fromisoformat(
+            day
+        ):
+            ranges[-1] = (ranges[-1][0], day)
+        else:
+            ranges.append((day, day))
+    return ranges
+
+
+def record_attempt(
+    con: duckdb.DuckDBPyConnection, plan: DatePlan, status: Status, reason: str, now: dt.datetime
+) -> None:
+    con.execute(  # keyed by the file fingerprints: replacing the broken file makes the date ready
+        "INSERT INTO load_date_attempts VALUES (?, ?, ?, ?, ?)",
+        [plan.load_date, plan.attempt_key, status.value, reason, now],
+    )
+    set_status(con, "current_orders", [plan.load_date], status, reason, now)
+
+
+def require_landed(con: duckdb.DuckDBPyConnection, plan: DatePlan) -> None:
+    landed = {
+        r[0]
+        for r in con.execute(
+            "SELECT batch_id FROM manifests WHERE load_date = ?", [plan.load_date]
+        ).fetchall()
+    }
+    missing = [b.batch_id for b in plan.batches if b.batch_id not in landed]
+    if missing:
+        raise ReplayError(
+            ErrorCode.NOT_READY,
+            f"batch {missing[0]} of load date {plan.load_date} is not landed: materialize raw_receipts first",
+        )

@@ -1,0 +1,66 @@
+"""Operation identities of the journaled mutations: logical inputs only (SPEC 6)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import duckdb
+
+from replay_assets.core.events import canonical_json, sha256_text
+from replay_assets.core.journal import intent_digest, operation_id
+from replay_assets.core.plan import DatePlan
+from replay_assets.storage import certify, journal
+
+
+def publish_operation(con: duckdb.DuckDBPyConnection, dates: list[str]) -> journal.Operation:
+    """Identity of publishing business dates: the dates, the certified state they are computed from
+    (the pointer and its snapshot hash) and the queued restatements they release."""
+    pointer = certify.pointer(con)
+    upstream = certify.last_publication(con, "current_orders", pointer) if pointer else None
+    queued = con.execute(  # with the input identity of the load date that queued each group
+        """SELECT q.business_date, q.store_id, q.load_date, d.identity
+        FROM restatement_queue q JOIN load_dates d USING (load_date)
+        WHERE q.released_at IS NULL AND list_contains(?, q.business_date) ORDER BY ALL""",
+        [dates],
+    ).fetchall()
+    input_identity = canonical_json(
+        [dates, pointer or "", upstream[1] if upstream else "", [list(q) for q in queued]]
+    )
+    key = f"{dates[0]}..{dates[-1]}" if dates else ""
+    return journal.Operation(
+        operation_id("publish_aggregates", "daily_aggregates", key, input_identity),
+        intent_digest({"business_dates": dates}),
+        "publish_aggregates",
+        "daily_aggregates",
+        key,
+        input_identity,
+    )
+
+
+def publications_digest(con: duckdb.DuckDBPyConnection, dates: list[str]) -> str:
+    """What the target holds for these dates: their newest publication hashes."""
+    rows = con.execute(
+        """SELECT partition_key, version, content_sha256 FROM publications
+        WHERE asset = 'daily_aggregates' AND list_contains(?, partition_key)
+        QUALIFY row_number() OVER (PARTITION BY partition_key ORDER BY version DESC) = 1
+        ORDER BY 1""",
+        [dates],
+    ).fetchall()
+    return sha256_text(canonical_json([list(r) for r in rows]))
+
+
+def apply_operation(con: duckdb.DuckDBPyConnection, plan: DatePlan) -> journal.Operation:
+    """Identity of applying a load date: its input (manifest hashes) and its upstream content (the
+    certified snapshot of the day before), never a run id or a try."""
+    prev = (dt.date.fromisoformat(plan.load_date) - dt.timedelta(days=1)).isoformat()
+    upstream = certify.last_publication(con, "current_orders", prev)
+    input_identity = canonical_json([plan.identity, upstream[1] if upstream else ""])
+    intent = {"batches": sorted([b.source, b.batch_id, b.manifest_sha256] for b in plan.batches)}
+    return journal.Operation(
+        operation_id("apply_load_date", "current_orders", plan.load_date, input_identity),
+        intent_digest(intent),
+        "apply_load_date",
+        "current_orders",
+        plan.load_date,
+        input_identity,
+    )
