@@ -4,12 +4,14 @@ import argparse
 import getpass
 import hashlib
 import json
+import multiprocessing
 import os
 import sys
 import tempfile
 import time
 import warnings
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import dagster as dg
@@ -30,17 +32,26 @@ def _session(args: argparse.Namespace) -> Session:
     return Session(settings, Path(dagster_home) if dagster_home else settings.dagster_home)
 
 
-def cmd_demo(args: argparse.Namespace) -> int:
-    from replay_assets.demo import seed000_demo, seed001_demo, seed002_demo
+def _demo_scenario(job: tuple[str, str]) -> list[str]:
+    """One seed scenario in its own home; returns what it printed (runs in a worker process)."""
+    from replay_assets import demo
 
+    _quiet_dagster_warnings()
+    name, root = job
+    lines: list[str] = []
+    getattr(demo, f"{name}_demo")(Path(root) / name, lines.append)
+    return lines
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
     started = time.monotonic()
     root = Path(args.home) if args.home else Path(tempfile.mkdtemp(prefix="replay-assets-demo-"))
-    seed000_demo(root / "seed000", print)
-    print()
-    seed001_demo(root / "seed001", print)
-    print()
-    seed002_demo(root / "seed002", print)
-    print(f"\ndemo homes under {root}; {time.monotonic() - started:.1f} s")
+    jobs = [(name, str(root)) for name in ("seed000", "seed001", "seed002")]
+    # the scenarios share nothing (each has its own home and instance): two at a time on two cores
+    with ProcessPoolExecutor(max_workers=2, mp_context=multiprocessing.get_context("spawn")) as pool:
+        for lines in pool.map(_demo_scenario, jobs):
+            print("\n".join(lines) + "\n")
+    print(f"demo homes under {root}; {time.monotonic() - started:.1f} s")
     return 0
 
 
@@ -234,9 +245,13 @@ def parser() -> argparse.ArgumentParser:
     return top
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def _quiet_dagster_warnings() -> None:
     warnings.filterwarnings("ignore", category=dg.BetaWarning)
     warnings.filterwarnings("ignore", category=dg.PreviewWarning)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    _quiet_dagster_warnings()
     args = parser().parse_args(argv)
     try:
         return int(args.fn(args))
