@@ -101,7 +101,6 @@ REGISTRY_SCHEMA = pl.Schema(
         "content_sha256": pl.String,
     }
 )
-RESULT_SCHEMA = pl.Schema({"pos": pl.Int64, "outcome": pl.String, "rule": pl.String, "winner": pl.Boolean})
 
 
 def fold_reference(

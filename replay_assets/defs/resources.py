@@ -1,6 +1,7 @@
 """The one resource assets and sensors use: the pipeline of a home (storage does the rest)."""
 
 import json
+from pathlib import Path
 
 import dagster as dg
 
@@ -34,8 +35,6 @@ class ReplayResource(dg.ConfigurableResource):  # type: ignore[type-arg]
         )
 
     def settings(self) -> Settings:
-        from pathlib import Path
-
         return Settings(
             home=Path(self.home),
             load_date_start=self.load_date_start,
