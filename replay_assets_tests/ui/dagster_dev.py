@@ -1,0 +1,151 @@
+"""``dagster dev`` (webserver and daemon) as a child process group on loopback, for the browser tests.
+
+The server gets its own temporary Dagster home (the project's ``dagster.yaml`` copied in) and
+replay-assets home; every wait polls with a deadline; ``stop`` always ends the whole group.
+"""
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+ROOT = Path(__file__).resolve().parents[2]
+POLL_SECONDS = 0.5
+T = TypeVar("T")
+
+
+def free_port() -> int:
+    """A port nobody listens on now (the kernel picks it; loopback only)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_for(probe: Callable[[], T | None], timeout: float, what: str) -> T:
+    """Poll ``probe`` until it returns something truthy; fail naming ``what`` at the deadline.
+    Waiting on other processes (server, daemon, runs): polling is the only signal there is."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = probe()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+        time.sleep(POLL_SECONDS)
+
+
+@dataclass
+class DagsterDev:
+    """One ``dagster dev`` over ``workspace.yaml`` with its own homes and port."""
+
+    home: Path
+    dagster_home: Path
+    log_path: Path
+    env_extra: Mapping[str, str]
+    port: int = field(default_factory=free_port)
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        self.home.mkdir(parents=True, exist_ok=True)
+        self.dagster_home.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(ROOT / "dagster.yaml", self.dagster_home / "dagster.yaml")
+        env = {
+            **os.environ,
+            **self.env_extra,
+            "REPLAY_ASSETS_HOME": str(self.home),
+            "DAGSTER_HOME": str(self.dagster_home),
+        }
+        dagster = Path(sys.executable).with_name("dagster")
+        cmd = [str(dagster), "dev", "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(self.port)]
+        log = open(self.log_path, "wb")  # the child writes it until stop()
+        self.process = subprocess.Popen(
+            cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        log.close()
+
+    def stop(self) -> None:
+        """End the whole process group: webserver, daemon, code servers and run workers.
+        ``dagster dev`` exits on SIGTERM but may leave children behind, so SIGKILL follows."""
+        if self.process is None:
+            return
+        pgid = self.process.pid  # start_new_session: the child leads its own group
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.killpg(pgid, sig)
+            except ProcessLookupError:
+                break
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                continue
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.process = None
+
+    def graphql(self, query: str, variables: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        body = json.dumps({"query": query, "variables": dict(variables or {})}).encode()
+        request = urllib.request.Request(
+            f"{self.url}/graphql", data=body, headers={"Content-Type": "application/json"}
+        )
+        with urllib.request.urlopen(request, timeout=30) as response:
+            payload: dict[str, Any] = json.load(response)
+        if payload.get("errors"):
+            raise AssertionError(f"GraphQL errors: {payload['errors']}")
+        return dict(payload["data"])
+
+    def _answers(self) -> bool:
+        if self.process is not None and self.process.poll() is not None:
+            tail = self.log_path.read_text(errors="replace")[-3000:]
+            raise AssertionError(f"dagster dev exited with {self.process.returncode}:\n{tail}")
+        try:
+            with urllib.request.urlopen(f"{self.url}/server_info", timeout=5) as response:
+                return bool(response.status == 200)
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            return False
+
+    def _location_loaded(self) -> bool:
+        data = self.graphql(
+            "{ workspaceOrError { ... on Workspace { locationEntries { loadStatus "
+            "locationOrLoadError { __typename ... on PythonError { message } } } } } }"
+        )
+        entries = data["workspaceOrError"].get("locationEntries") or []
+        errors = [
+            e["locationOrLoadError"]
+            for e in entries
+            if e["locationOrLoadError"] and e["locationOrLoadError"]["__typename"] == "PythonError"
+        ]
+        if errors:
+            raise AssertionError(f"code location failed to load: {errors[0]['message']}")
+        return bool(entries) and all(e["loadStatus"] == "LOADED" for e in entries)
+
+    def _daemons_healthy(self) -> bool:
+        data = self.graphql(
+            "{ instance { daemonHealth { allDaemonStatuses { daemonType required healthy } } } }"
+        )
+        statuses = data["instance"]["daemonHealth"]["allDaemonStatuses"]
+        wanted = {"SENSOR", "QUEUED_RUN_COORDINATOR", "BACKFILL"}
+        return wanted <= {s["daemonType"] for s in statuses if s["healthy"]}
+
+    def wait_ready(self, timeout: float = 120) -> None:
+        """The webserver answers, the code location is loaded, and the daemons beat."""
+        wait_for(self._answers, timeout, f"dagster dev to answer on {self.url}")
+        wait_for(self._location_loaded, timeout, "the replay_assets code location to load")
+        wait_for(self._daemons_healthy, timeout, "the sensor, run queue and backfill daemons")
+        # the first-visit "Join the Dagster community" dialog would cover the page on loopback
+        self.graphql("mutation { setNuxSeen }")
