@@ -4,10 +4,10 @@ import dagster as dg
 
 from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.events import canonical_json, sha256_text
+from replay_assets.core.lanes import CURRENT, LANE_TAG
 from replay_assets.defs.resources import ReplayResource
 
-LANE_TAG = "replay/lane"
-CURRENT_LANE = {LANE_TAG: "current"}
+CURRENT_LANE = {LANE_TAG: CURRENT}
 
 
 def build_sensors(apply_job: str, restate_job: str) -> list[dg.SensorDefinition]:
