@@ -152,7 +152,7 @@ def consumer_text(
     if slo is not None:
         verdict = "all met" if slo.all_met else "NOT all met"
         lines.append(
-            f"  service levels: freshness {slo.freshness_minutes:g} min, completeness "
+            f"load date {partition} service levels: freshness {slo.freshness_minutes:g} min, completeness "
             f"{slo.completeness_pct:g} %, duration "
             f"{'-' if slo.duration_minutes is None else f'{slo.duration_minutes:g}'} min, "
             f"availability {slo.availability_minutes:g} min ({verdict})"

@@ -53,11 +53,12 @@ CONTRIBUTING = """
 
 
 def slo_for(con: duckdb.DuckDBPyConnection, load_date: str, policy: SloPolicy) -> Slo | None:
-    """The service levels of the load date's latest certified snapshot, or None if uncertified."""
+    """The service levels of the load date's delivery: its first certification (a later repair or
+    restatement is reported by the partition's status, not as a late load). None if uncertified."""
     published = one(
         con,
         """SELECT certified_at, run_id FROM publications WHERE asset = 'current_orders'
-           AND partition_key = ? ORDER BY version DESC LIMIT 1""",
+           AND partition_key = ? ORDER BY version LIMIT 1""",
         [load_date],
     )
     if published is None:
