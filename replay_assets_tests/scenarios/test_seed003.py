@@ -38,7 +38,9 @@ def test_a_transform_failing_once_is_retried_and_applies_once(figures: dict[str,
     assert retried["controls"] == CURRENT_CONTROLS
 
 
-def test_the_certified_current_partition_meets_its_slos_with_the_seed_figures(figures: dict[str, Any]) -> None:
+def test_the_certified_current_partition_meets_its_slos_with_the_seed_figures(
+    figures: dict[str, Any],
+) -> None:
     slo = figures["retried"]["slo"]
     assert (
         slo["freshness_minutes"],
