@@ -51,7 +51,7 @@ def build_definitions(settings: Settings) -> dg.Definitions:
                 "the runbook.",
             )
         ],
-        sensors=build_sensors(apply_job.name, restate_job.name),
+        sensors=build_sensors(apply_job.name, restate_job.name, settings.sensor_interval_seconds),
         resources={"replay": ReplayResource.for_settings(settings)},
         executor=dg.in_process_executor,
     )

@@ -59,6 +59,7 @@ class Settings:
     fail_once: str | None = None  # REPLAY_ASSETS_FAIL_ONCE: ``step[:point]`` raises one transient fault
     retry_backoff_seconds: float = 5.0  # before retry n: backoff * 2**(n-1), on the (injectable) clock
     slo: SloPolicy = field(default_factory=SloPolicy)
+    sensor_interval_seconds: int = 30  # how often the daemon evaluates each sensor
 
     @property
     def landing(self) -> Path:
@@ -93,6 +94,9 @@ def settings_from(env: Mapping[str, str], home: str | None, config_text: str | N
         fail_once=env.get("REPLAY_ASSETS_FAIL_ONCE") or cfg.get("fail_once") or None,
         retry_backoff_seconds=float(cfg.get("retry_backoff_seconds", 5.0)),
         slo=slo_policy(cfg.get("slo", {})),
+        sensor_interval_seconds=int(
+            env.get("REPLAY_ASSETS_SENSOR_INTERVAL_SECONDS", cfg.get("sensor_interval_seconds", 30))
+        ),
     )
 
 
