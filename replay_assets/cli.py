@@ -20,10 +20,12 @@ from replay_assets.core.adapters import Adapter, adapt_lines
 from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.events import jsonl_lines, sha256_text
 from replay_assets.core.plan import DateStatus
+from replay_assets.core.slo import Slo
 from replay_assets.definitions import settings_from_environment
 from replay_assets.session import Session
 from replay_assets.storage import exports
 from replay_assets.storage.landing_area import write_delivery
+from replay_assets.storage.operations import Operations
 
 
 def _session(args: argparse.Namespace) -> Session:
@@ -34,19 +36,20 @@ def _session(args: argparse.Namespace) -> Session:
 
 def _demo_scenario(job: tuple[str, str]) -> list[str]:
     """One seed scenario in its own home; returns what it printed (runs in a worker process)."""
-    from replay_assets import demo
+    from replay_assets import demo, demo_ops
 
     _quiet_dagster_warnings()
     name, root = job
     lines: list[str] = []
-    getattr(demo, f"{name}_demo")(Path(root) / name, lines.append)
+    scenario = demo_ops.seed003_demo if name == "seed003" else getattr(demo, f"{name}_demo")
+    scenario(Path(root) / name, lines.append)
     return lines
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
     started = time.monotonic()
     root = Path(args.home) if args.home else Path(tempfile.mkdtemp(prefix="replay-assets-demo-"))
-    jobs = [(name, str(root)) for name in ("seed000", "seed001", "seed002")]
+    jobs = [(name, str(root)) for name in ("seed003", "seed000", "seed001", "seed002")]
     # the scenarios share nothing (each has its own home and instance): two at a time on two cores
     with ProcessPoolExecutor(max_workers=2, mp_context=multiprocessing.get_context("spawn")) as pool:
         for lines in pool.map(_demo_scenario, jobs):
@@ -162,11 +165,17 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_status(args: argparse.Namespace) -> int:
     session = _session(args)
+    ops = Operations(session.pipeline)
     decision = session.pipeline.record_plan_status()
+    if args.update:
+        print("\n".join(ops.consumer_update(args.update)))
+        return 0
+    slos = ops.slos()
     with session.pipeline.warehouse.connect() as con:
         report = exports.status_report(con)
     if args.json:
         report["unreadable_manifests"] = decision.unreadable
+        report["slos"] = [{"load_date": k, **v.to_record()} for k, v in slos.items()]
         print(json.dumps(report, indent=2, default=str))
     else:
         rows = [
@@ -177,12 +186,42 @@ def cmd_status(args: argparse.Namespace) -> int:
                 "last good": f"v{p['last_good_version']} {str(p['last_good_sha256'])[:12]}"
                 if p["last_good_version"]
                 else "-",
+                "SLO fresh/compl/dur/avail": _slo_cell(slos.get(str(p["partition_key"])))
+                if p["asset"] == "current_orders"
+                else "",
                 "reason": p["reason"] or "",
             }
             for p in report["partitions"]
         ]
         _print_table(rows)
-    return 1 if any(p.problem for p in decision.plans) else 0
+    suspect = any(p["status"] == "SUSPECT" for p in report["partitions"])
+    return 1 if suspect or any(p.problem for p in decision.plans) else 0
+
+
+def _slo_cell(slo: Slo | None) -> str:
+    if slo is None:
+        return "-"
+    duration = "-" if slo.duration_minutes is None else f"{slo.duration_minutes:g}"
+    figures = (
+        f"{slo.freshness_minutes:g}/{slo.completeness_pct:g}%/{duration}/{slo.availability_minutes:g} min"
+    )
+    return f"{figures} {'met' if slo.all_met else 'MISSED'}"
+
+
+def cmd_reconcile(args: argparse.Namespace) -> int:
+    """Counts, sums and checksums again: reconciliation per load date, then every publication
+    recomputed from immutable raw (mismatches are flagged SUSPECT)."""
+    session = _session(args)
+    ops = Operations(session.pipeline)
+    rows = ops.reconcile()
+    _print_table(rows)
+    verdicts = {asset: ops.reverify(asset) for asset in ("current_orders", "daily_aggregates")}
+    for asset, verdict in verdicts.items():
+        print(f"{asset}: {verdict.checked} publications re-verified, {len(verdict.mismatched)} SUSPECT")
+        for key, reason in verdict.reasons.items():
+            print(f"  {key}: {reason}")
+    bad = any(not r["adds_up"] for r in rows) or any(v.mismatched for v in verdicts.values())
+    return 1 if bad else 0
 
 
 def _print_table(rows: list[dict[str, object]]) -> None:
@@ -239,9 +278,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=["csv", "jsonl", "parquet"], default="csv")
     p.add_argument("--output", help="file to write (required for parquet)")
     p.set_defaults(fn=cmd_export)
-    p = add("status", "partition status per asset")
+    p = add("status", "partition status per asset, with service levels")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--update", metavar="PARTITION", help="the factual update a consumer of PARTITION needs")
     p.set_defaults(fn=cmd_status)
+    p = add("reconcile", "reconciliation per load date, then re-verify every publication from raw")
+    p.set_defaults(fn=cmd_reconcile)
     return top
 
 

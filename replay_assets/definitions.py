@@ -7,6 +7,7 @@ import os
 import dagster as dg
 
 from replay_assets.core.config import Settings, config_path, settings_from
+from replay_assets.core.lanes import CURRENT, LANE_TAG
 from replay_assets.defs.assets import build_assets, build_reverification_checks
 from replay_assets.defs.resources import ReplayResource
 from replay_assets.defs.sensors import build_sensors
@@ -30,11 +31,27 @@ def build_definitions(settings: Settings) -> dg.Definitions:
         selection=["daily_aggregates"],
         description="Recompute and publish the queued business dates.",
     )
+    checks = build_reverification_checks()
+    reverify_job = dg.define_asset_job(
+        "reverify_publications_job",
+        selection=dg.AssetSelection.checks(*checks),
+        description="Recompute every publication from immutable raw; mismatches become SUSPECT.",
+    )
     return dg.Definitions(
         assets=assets,
-        asset_checks=build_reverification_checks(),
-        jobs=[apply_job, restate_job],
-        sensors=build_sensors(apply_job.name, restate_job.name),
+        asset_checks=checks,
+        jobs=[apply_job, restate_job, reverify_job],
+        schedules=[
+            dg.ScheduleDefinition(
+                job=reverify_job,
+                cron_schedule="30 * * * *",
+                default_status=dg.DefaultScheduleStatus.STOPPED,
+                tags={LANE_TAG: CURRENT},
+                description="Hourly re-verification; turn it on in the UI (Automation) or leave it to "
+                "the runbook.",
+            )
+        ],
+        sensors=build_sensors(apply_job.name, restate_job.name, settings.sensor_interval_seconds),
         resources={"replay": ReplayResource.for_settings(settings)},
         executor=dg.in_process_executor,
     )

@@ -1,5 +1,6 @@
 """A home with its pipeline, Dagster definitions and instance: what the CLI and demo drive."""
 
+import getpass
 import os
 import subprocess
 import sys
@@ -52,6 +53,9 @@ class Session:
         job = self.defs.resolve_job_def("apply_load_date_job")
         backfill_id = sha256_text(canonical_json([partitions, note]))[:12]
         tags = {"dagster/backfill": backfill_id, "replay/lane": "backfill", "replay/note": note}
+        self.pipeline.record_backfill(
+            backfill_id, "current_orders", partitions[0], partitions[-1], note, getpass.getuser()
+        )
         return [
             job.execute_in_process(
                 run_config=QUIET, instance=self.instance, partition_key=key, tags=tags, raise_on_error=False

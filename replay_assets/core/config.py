@@ -18,6 +18,32 @@ CONFIG_FILE = "replay-assets.json"
 
 
 @dataclass(frozen=True)
+class SloPolicy:
+    """SPEC 7 targets; ``expected_time`` (UTC, HH:MM on the load date) is when consumers expect
+    the load date's data: availability is measured from it."""
+
+    freshness_minutes: float = 30
+    completeness_pct: float = 100
+    duration_minutes: float = 10
+    availability_minutes: float = 30
+    expected_time: str = "00:00"
+
+    def expected_at(self, load_date: str) -> dt.datetime:
+        hours, minutes = (int(part) for part in self.expected_time.split(":"))
+        return dt.datetime.fromisoformat(load_date).replace(hour=hours, minute=minutes, tzinfo=dt.UTC)
+
+
+def slo_policy(values: Mapping[str, object]) -> SloPolicy:
+    known = {f: values[f] for f in SloPolicy.__dataclass_fields__ if f in values}
+    unknown = sorted(set(values) - set(known))
+    if unknown:
+        raise ValueError(f"unknown slo settings: {', '.join(unknown)}")
+    policy = SloPolicy(**known)  # type: ignore[arg-type]
+    policy.expected_at("2020-01-01")  # fails early on a malformed HH:MM
+    return policy
+
+
+@dataclass(frozen=True)
 class Settings:
     """Where the home is, the partition starts, the future tolerance, the sources and the clock."""
 
@@ -30,6 +56,10 @@ class Settings:
     limits: Limits = field(default_factory=Limits)
     lock_timeout_seconds: float = 60.0
     fail_point: str | None = None  # REPLAY_ASSETS_FAIL_POINT: crash tests kill the process there
+    fail_once: str | None = None  # REPLAY_ASSETS_FAIL_ONCE: ``step[:point]`` raises one transient fault
+    retry_backoff_seconds: float = 5.0  # before retry n: backoff * 2**(n-1), on the (injectable) clock
+    slo: SloPolicy = field(default_factory=SloPolicy)
+    sensor_interval_seconds: int = 30  # how often the daemon evaluates each sensor
 
     @property
     def landing(self) -> Path:
@@ -38,10 +68,6 @@ class Settings:
     @property
     def dagster_home(self) -> Path:
         return self.home / "dagster"
-
-    def now(self, real_now: dt.datetime) -> dt.datetime:
-        """The injected clock when set, else the real one the caller read."""
-        return self.fixed_now or real_now
 
     def business_date_end(self, now: dt.datetime) -> dt.date:
         return now.date() + dt.timedelta(days=self.future_tolerance_days)
@@ -65,6 +91,12 @@ def settings_from(env: Mapping[str, str], home: str | None, config_text: str | N
         sources=cfg.get("sources"),
         fixed_now=parse_instant(now_text, "REPLAY_ASSETS_NOW") if now_text else None,
         fail_point=env.get("REPLAY_ASSETS_FAIL_POINT") or None,
+        fail_once=env.get("REPLAY_ASSETS_FAIL_ONCE") or cfg.get("fail_once") or None,
+        retry_backoff_seconds=float(cfg.get("retry_backoff_seconds", 5.0)),
+        slo=slo_policy(cfg.get("slo", {})),
+        sensor_interval_seconds=int(
+            env.get("REPLAY_ASSETS_SENSOR_INTERVAL_SECONDS", cfg.get("sensor_interval_seconds", 30))
+        ),
     )
 
 

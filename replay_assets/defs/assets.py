@@ -1,6 +1,7 @@
 """The assets. Each body is wiring: call the pipeline, describe the outcome for the UI."""
 
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import dagster as dg
@@ -8,12 +9,36 @@ import dagster as dg
 from replay_assets.core.config import Settings
 from replay_assets.core.errors import ReplayError
 from replay_assets.core.gate import Check, CheckOutcome
+from replay_assets.core.lanes import BACKFILL, lane_for
 from replay_assets.defs.partitions import business_date_partitions, load_date_partitions
 from replay_assets.defs.resources import ReplayResource
-from replay_assets.storage import failpoints
+from replay_assets.storage import failpoints, service
+from replay_assets.storage.operations import Operations
+from replay_assets.storage.pipeline import Pipeline
 
 POOL = "duckdb_writer"
-TRANSIENT_RETRY = dg.RetryPolicy(max_retries=2, delay=1)
+# Transient failures are retried; the backoff is waited on the pipeline's clock (see _attempt), so
+# the virtual clock of tests and the demo advances instead of sleeping.
+TRANSIENT_RETRY = dg.RetryPolicy(max_retries=2)
+
+
+@contextmanager
+def _attempt(context: dg.AssetExecutionContext, pipeline: Pipeline, step: str, key: str) -> Iterator[None]:
+    """Evidence of every attempt of a step (started, failed with its code, succeeded), the
+    retry backoff, and the fail-once fault switch (``REPLAY_ASSETS_FAIL_ONCE``)."""
+    ops, run_id, attempt = Operations(pipeline), context.run.run_id, context.retry_number
+    if attempt:
+        pipeline.sleep(pipeline.settings.retry_backoff_seconds * 2 ** (attempt - 1))
+    ops.record_step(run_id, step, key, attempt, service.STARTED, "")
+    try:
+        failpoints.fail_once(pipeline.settings.fail_once, pipeline.settings.home, step, key, "before")
+        yield
+        failpoints.fail_once(pipeline.settings.fail_once, pipeline.settings.home, step, key, "after_commit")
+    except Exception as error:
+        code = str(error.code) if isinstance(error, ReplayError) else type(error).__name__
+        ops.record_step(run_id, step, key, attempt, service.FAILED, code)
+        raise
+    ops.record_step(run_id, step, key, attempt, service.SUCCEEDED, "")
 
 
 def _check_specs(asset: str) -> list[dg.AssetCheckSpec]:
@@ -69,8 +94,10 @@ def build_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         """Lands the ready deliveries of this load date: sha256 and event counts verified,
         every line kept as an immutable receipt, rejected events kept with their reasons.
         Evidence, not certified data."""
+        pipeline = replay.pipeline()
         try:
-            landed = replay.pipeline().land(context.partition_key, context.run.run_id)
+            with _attempt(context, pipeline, "raw_receipts", context.partition_key):
+                landed = pipeline.land(context.partition_key, context.run.run_id)
         except ReplayError as error:
             raise _fail(error) from error
         return dg.MaterializeResult(
@@ -80,9 +107,7 @@ def build_assets(settings: Settings) -> list[dg.AssetsDefinition]:
                 "source_events": sum(b.source_events for b in landed),
                 "rejected": sum(b.rejected for b in landed),
                 "bytes_read": sum(b.bytes_read for b in landed),
-                **{
-                    f"cost_{k}": v for k, v in replay.pipeline().run_costs(context.run.run_id, "land").items()
-                },
+                **{f"cost_{k}": v for k, v in pipeline.run_costs(context.run.run_id, "land").items()},
             }
         )
 
@@ -117,13 +142,13 @@ def build_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         in one transaction; refuses a load date whose predecessor is not applied."""
         pipeline = replay.pipeline()
         try:
-            backfill = (
-                context.run.tags.get("replay/lane") == "backfill" or "dagster/backfill" in context.run.tags
-            )
-            result = pipeline.apply(context.partition_key, context.run.run_id, sealed_ok=backfill)
+            with _attempt(context, pipeline, "current_state", context.partition_key):
+                backfill = lane_for(context.run.tags) == BACKFILL
+                result = pipeline.apply(context.partition_key, context.run.run_id, sealed_ok=backfill)
+                failpoints.hit(pipeline.settings.fail_point, "state.after_commit")
         except ReplayError as error:
             raise _fail(error) from error
-        failpoints.hit(pipeline.settings.fail_point, "state.after_commit")
+        slo = Operations(pipeline).slo(context.partition_key)
         counts = result.counts.values()
         controls = result.controls.as_tuple() if result.controls else ()
         meta = {
@@ -136,6 +161,7 @@ def build_assets(settings: Settings) -> list[dg.AssetsDefinition]:
             "affected_business_dates": ", ".join(result.affected_business_dates),
             "controls (lines, orders, units, amount, cost, profit)": str(controls),
             **{f"cost_{k}": v for k, v in pipeline.run_costs(context.run.run_id, "apply").items()},
+            **({f"slo_{k}": v for k, v in slo.to_record().items() if v is not None} if slo else {}),
         }
         checks = [(context.partition_key, o) for o in result.checks]
         yield dg.MaterializeResult(
@@ -155,7 +181,10 @@ def build_assets(settings: Settings) -> list[dg.AssetsDefinition]:
     def daily_aggregates(context: dg.AssetExecutionContext, replay: ReplayResource) -> dg.MaterializeResult:
         """Per store and business date over active lines, recomputed from state as of the latest
         applied load date; a new version is published only when the content changed."""
-        published = replay.pipeline().publish(list(context.partition_keys), context.run.run_id)
+        pipeline = replay.pipeline()
+        keys = list(context.partition_keys)
+        with _attempt(context, pipeline, "daily_aggregates", f"{keys[0]}..{keys[-1]}"):
+            published = pipeline.publish(keys, context.run.run_id)
         failed = [p.business_date for p in published if not p.certified]
         return dg.MaterializeResult(
             metadata={
@@ -164,10 +193,7 @@ def build_assets(settings: Settings) -> list[dg.AssetsDefinition]:
                 "failed_candidates": ", ".join(failed) or "none",
                 "rows": sum(p.rows for p in published),
                 "as_of_load_date": published[0].as_of_load_date if published else "",
-                **{
-                    f"cost_{k}": v
-                    for k, v in replay.pipeline().run_costs(context.run.run_id, "publish").items()
-                },
+                **{f"cost_{k}": v for k, v in pipeline.run_costs(context.run.run_id, "publish").items()},
             },
             check_results=_results(
                 "daily_aggregates", [(p.business_date, o) for p in published for o in p.checks]
@@ -186,16 +212,19 @@ def build_reverification_checks() -> list[dg.AssetChecksDefinition]:
             asset=asset,
             name="publications_match_recomputation",
             blocking=False,
+            pool=POOL,
             description="Every published version equals a recomputation as of its load date.",
         )
         def check(replay: ReplayResource) -> dg.AssetCheckResult:
-            verdict = replay.pipeline().reverify(asset)
+            verdict = Operations(replay.pipeline()).reverify(asset)
             return dg.AssetCheckResult(
                 passed=not verdict.mismatched,
                 severity=dg.AssetCheckSeverity.ERROR,
                 metadata={
                     "partitions_checked": verdict.checked,
                     "mismatched": ", ".join(verdict.mismatched[:10]) or "none",
+                    "flagged SUSPECT": "; ".join(f"{k}: {r}" for k, r in list(verdict.reasons.items())[:10])
+                    or "none",
                 },
             )
 

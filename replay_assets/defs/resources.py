@@ -1,11 +1,12 @@
 """The one resource assets and sensors use: the pipeline of a home (storage does the rest)."""
 
+import dataclasses
 import json
 from pathlib import Path
 
 import dagster as dg
 
-from replay_assets.core.config import Settings
+from replay_assets.core.config import Settings, slo_policy
 from replay_assets.core.manifest import parse_instant
 from replay_assets.storage.pipeline import Pipeline
 
@@ -21,6 +22,9 @@ class ReplayResource(dg.ConfigurableResource):  # type: ignore[type-arg]
     sources_json: str | None = None
     fixed_now: str | None = None
     fail_point: str | None = None
+    fail_once: str | None = None
+    retry_backoff_seconds: float = 5.0
+    slo_json: str = "{}"
 
     @classmethod
     def for_settings(cls, s: Settings) -> "ReplayResource":
@@ -32,6 +36,9 @@ class ReplayResource(dg.ConfigurableResource):  # type: ignore[type-arg]
             sources_json=json.dumps(dict(s.sources)) if s.sources is not None else None,
             fixed_now=s.fixed_now.isoformat() if s.fixed_now else None,
             fail_point=s.fail_point,
+            fail_once=s.fail_once,
+            retry_backoff_seconds=s.retry_backoff_seconds,
+            slo_json=json.dumps(dataclasses.asdict(s.slo)),
         )
 
     def settings(self) -> Settings:
@@ -43,6 +50,9 @@ class ReplayResource(dg.ConfigurableResource):  # type: ignore[type-arg]
             sources=json.loads(self.sources_json) if self.sources_json else None,
             fixed_now=parse_instant(self.fixed_now, "fixed_now") if self.fixed_now else None,
             fail_point=self.fail_point,
+            fail_once=self.fail_once,
+            retry_backoff_seconds=self.retry_backoff_seconds,
+            slo=slo_policy(json.loads(self.slo_json)),
         )
 
     def pipeline(self) -> Pipeline:

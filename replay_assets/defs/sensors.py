@@ -4,14 +4,16 @@ import dagster as dg
 
 from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.events import canonical_json, sha256_text
+from replay_assets.core.lanes import CURRENT, LANE_TAG
 from replay_assets.defs.resources import ReplayResource
 
-LANE_TAG = "replay/lane"
-CURRENT_LANE = {LANE_TAG: "current"}
+CURRENT_LANE = {LANE_TAG: CURRENT}
 
 
-def build_sensors(apply_job: str, restate_job: str) -> list[dg.SensorDefinition]:
-    @dg.sensor(job_name=apply_job, minimum_interval_seconds=30, default_status=dg.DefaultSensorStatus.RUNNING)
+def build_sensors(apply_job: str, restate_job: str, interval: int = 30) -> list[dg.SensorDefinition]:
+    @dg.sensor(
+        job_name=apply_job, minimum_interval_seconds=interval, default_status=dg.DefaultSensorStatus.RUNNING
+    )
     def source_manifest_sensor(
         context: dg.SensorEvaluationContext, replay: ReplayResource
     ) -> dg.SensorResult | dg.SkipReason:
@@ -40,7 +42,7 @@ def build_sensors(apply_job: str, restate_job: str) -> list[dg.SensorDefinition]
         return dg.SensorResult(run_requests=[request], cursor=cursor)
 
     @dg.sensor(
-        job_name=restate_job, minimum_interval_seconds=30, default_status=dg.DefaultSensorStatus.RUNNING
+        job_name=restate_job, minimum_interval_seconds=interval, default_status=dg.DefaultSensorStatus.RUNNING
     )
     def restatement_sensor(
         context: dg.SensorEvaluationContext, replay: ReplayResource

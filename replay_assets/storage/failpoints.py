@@ -1,12 +1,34 @@
-"""Named fail points for crash tests: the process kills itself with SIGKILL there (no cleanup,
-no exception handlers, exactly like a power cut for everything not yet committed)."""
+"""Fault injection. Named fail points for crash tests: the process kills itself with SIGKILL there
+(no cleanup, no exception handlers, exactly like a power cut for everything not yet committed).
+A fail-once switch for retry tests: a step raises one transient error, then passes."""
 
 from __future__ import annotations
 
 import os
 import signal
+from pathlib import Path
 
 
 def hit(configured: str | None, name: str) -> None:
     if configured == name:
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+class TransientFault(RuntimeError):
+    """An injected transient failure (``REPLAY_ASSETS_FAIL_ONCE``): the retry policy retries it."""
+
+
+def fail_once(configured: str | None, home: Path, step: str, partition_key: str, point: str) -> None:
+    """Raise once per (step, partition, point) when ``configured`` is ``step`` or ``step:point``
+    (point defaults to ``before``); a marker under ``$HOME/faults`` makes the next attempt pass."""
+    if not configured:
+        return
+    want_step, _, want_point = configured.partition(":")
+    if want_step != step or (want_point or "before") != point:
+        return
+    marker = home / "faults" / f"{step}-{partition_key}-{point}.fired"
+    if marker.exists():
+        return
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.touch()
+    raise TransientFault(f"injected transient fault in {step} ({point}) for {partition_key}")

@@ -146,4 +146,11 @@ _V3 = [
         changed_at TIMESTAMPTZ NOT NULL)""",
 ]
 
-MIGRATIONS: list[tuple[int, list[str]]] = [(1, _V1), (2, _V2), (3, _V3)]
+_V4 = [
+    """CREATE TABLE step_attempts (
+        run_id VARCHAR NOT NULL, step VARCHAR NOT NULL, partition_key VARCHAR NOT NULL,
+        attempt INTEGER NOT NULL, outcome VARCHAR NOT NULL, detail VARCHAR NOT NULL,
+        recorded_at TIMESTAMPTZ NOT NULL)""",
+]
+
+MIGRATIONS: list[tuple[int, list[str]]] = [(1, _V1), (2, _V2), (3, _V3), (4, _V4)]

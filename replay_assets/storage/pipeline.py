@@ -4,7 +4,6 @@ resolve. Reads the landing area and the warehouse, asks the core, writes through
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,9 +14,10 @@ from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.events import ValidationContext, canonical_json, sha256_text
 from replay_assets.core.manifest import Manifest
 from replay_assets.core.plan import DatePlan, DateStatus, next_to_apply, plan_load_dates
-from replay_assets.storage import certify, failpoints, journal, landing_area, reverify
+from replay_assets.storage import certify, failpoints, journal, landing_area
 from replay_assets.storage import published as published_copy
 from replay_assets.storage.apply import ApplyResult, Mode, apply_load_date, from_record, to_record
+from replay_assets.storage.clock import VirtualClock, real_now, sleep_real
 from replay_assets.storage.costs import Cost, measure, record_cost, run_costs
 from replay_assets.storage.facts import contiguous_ranges, record_attempt, require_landed, warehouse_facts
 from replay_assets.storage.identities import apply_operation, publications_digest, publish_operation
@@ -38,10 +38,6 @@ STATUS_OF = {
 }
 
 
-def real_now() -> dt.datetime:
-    return dt.datetime.now(dt.UTC)
-
-
 @dataclass(frozen=True)
 class Decision:
     plans: list[DatePlan]
@@ -50,13 +46,20 @@ class Decision:
 
 
 class Pipeline:
-    def __init__(self, settings: Settings, clock: Callable[[], dt.datetime] = real_now) -> None:
+    def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.clock = clock
+        self.clock = VirtualClock(settings.home, settings.fixed_now) if settings.fixed_now else None
         self.warehouse = Warehouse(settings.home, settings.lock_timeout_seconds)
 
     def now(self) -> dt.datetime:
-        return self.settings.now(self.clock())
+        return self.clock.now() if self.clock else real_now()
+
+    def sleep(self, seconds: float) -> None:
+        """Wait on the pipeline's clock (the virtual one only advances)."""
+        if self.clock:
+            self.clock.sleep(seconds)
+        else:
+            sleep_real(seconds)
 
     def _scan(self) -> tuple[dict[str, landing_area.Seen], list[str]]:
         seen = landing_area.scan(self.settings.landing, self.settings.limits)
@@ -284,15 +287,6 @@ class Pipeline:
             self.settings.fail_point,
         )
         return [Published.from_record(r) for r in record["published"]]
-
-    def reverify(self, asset: str) -> reverify.Verdict:
-        """Recompute published partitions as of their own load dates (read-only)."""
-        with self.warehouse.connect() as con:
-            return (
-                reverify.reverify_state(con)
-                if asset == "current_orders"
-                else reverify.reverify_aggregates(con)
-            )
 
     def finish_in_doubt(self) -> list[str]:
         """Finish operations a killed process left committed but incomplete (evidence only)."""

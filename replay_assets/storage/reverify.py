@@ -3,15 +3,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import duckdb
 import polars as pl
 
 from replay_assets.core.aggregate import aggregate_frame, content_sha256
+from replay_assets.storage.certify import recomputed_controls
 from replay_assets.storage.publish import AGG_KEY, lines_for_dates
 from replay_assets.storage.state_io import customers_as_of, orders_as_of, snapshot_digest
-from replay_assets.storage.warehouse import query_frame
+from replay_assets.storage.warehouse import one, query_frame
 
 LATEST = """
     SELECT partition_key, version, as_of_load_date, content_sha256 FROM publications WHERE asset = ?
@@ -23,26 +24,36 @@ LATEST = """
 class Verdict:
     checked: int
     mismatched: list[str]  # partition keys whose publication differs from its recomputation
+    reasons: dict[str, str] = field(default_factory=dict)  # key -> what differs (sums, hashes)
 
 
 def reverify_aggregates(con: duckdb.DuckDBPyConnection) -> Verdict:
     latest = query_frame(con, LATEST, ["daily_aggregates"])
-    bad = []
+    reasons = {}
     for (as_of,), group in latest.group_by("as_of_load_date"):
         dates = group["partition_key"].to_list()
         rows = aggregate_frame(lines_for_dates(con, str(as_of), dates))
         for key, digest in group.select("partition_key", "content_sha256").iter_rows():
             if content_sha256(rows.filter(pl.col("business_date") == key), AGG_KEY) != digest:
-                bad.append(str(key))
-    return Verdict(latest.height, sorted(bad))
+                reasons[str(key)] = f"published rows differ from the recomputation as of {as_of}"
+    return Verdict(latest.height, sorted(reasons), reasons)
 
 
 def reverify_state(con: duckdb.DuckDBPyConnection, newest: int = 7) -> Verdict:
-    """The newest ``newest`` certified load-date snapshots (each a full-state recomputation)."""
+    """The newest ``newest`` certified load-date snapshots (each a full-state recomputation):
+    the published content hash and the stored snapshot record (controls, hash) must both equal
+    what history recomputed as of that load date gives."""
     latest = query_frame(con, LATEST, ["current_orders"]).tail(newest)
-    bad = [
-        str(key)
-        for key, digest in latest.select("partition_key", "content_sha256").iter_rows()
-        if snapshot_digest(orders_as_of(con, str(key)), customers_as_of(con, str(key))) != digest
-    ]
-    return Verdict(latest.height, bad)
+    reasons = {}
+    for key, digest in latest.select("partition_key", "content_sha256").iter_rows():
+        day = str(key)
+        recomputed = snapshot_digest(orders_as_of(con, day), customers_as_of(con, day))
+        controls = recomputed_controls(con, day).as_tuple()
+        stored = one(con, "SELECT * EXCLUDE (load_date, row_count) FROM snapshots WHERE load_date = ?", [day])
+        if recomputed != digest:
+            reasons[day] = "published content hash differs from the recomputation"
+        elif stored is None or stored[-1] != digest:
+            reasons[day] = "the snapshot record's hash differs from its publication"
+        elif tuple(stored[:-1]) != controls:
+            reasons[day] = f"stored controls {tuple(stored[:-1])} differ from recomputed {controls}"
+    return Verdict(latest.height, sorted(reasons), reasons)

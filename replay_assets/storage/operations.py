@@ -1,0 +1,161 @@
+"""Operator-facing use cases (SPEC 7): step-attempt evidence, service levels, re-verification that
+flags SUSPECT publications, reconciliation reports and the consumer update for one partition."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from replay_assets.core.slo import Slo
+from replay_assets.storage import reverify, service
+from replay_assets.storage.pipeline import Pipeline
+from replay_assets.storage.status import Status, set_status
+from replay_assets.storage.warehouse import one, query_frame
+
+RECONCILE_SQL = """
+    SELECT load_date, sum(source_events) AS source_events, sum(accepted) AS accepted,
+           sum(rejected) AS rejected, sum(skipped_duplicate) AS skipped_duplicate,
+           sum(skipped_stale) AS skipped_stale, string_agg(DISTINCT status, ',') AS statuses,
+           bool_and(status IN ('BLOCKED', 'SKIPPED') OR source_events = accepted + rejected
+                    + skipped_duplicate + skipped_stale) AS adds_up
+    FROM reconciliation GROUP BY load_date ORDER BY load_date"""
+
+
+@dataclass(frozen=True)
+class Operations:
+    pipeline: Pipeline
+
+    def record_step(self, run_id: str, step: str, key: str, attempt: int, outcome: str, detail: str) -> None:
+        with self.pipeline.warehouse.transaction() as con:
+            service.record_step_attempt(con, run_id, step, key, attempt, outcome, detail, self.pipeline.now())
+
+    def step_attempts(self, run_id: str) -> list[tuple[str, str, int, str, str]]:
+        with self.pipeline.warehouse.connect() as con:
+            return service.step_attempts(con, run_id)
+
+    def slo(self, load_date: str) -> Slo | None:
+        with self.pipeline.warehouse.connect() as con:
+            return service.slo_for(con, load_date, self.pipeline.settings.slo)
+
+    def slos(self) -> dict[str, Slo]:
+        with self.pipeline.warehouse.connect() as con:
+            keys = con.execute(
+                "SELECT DISTINCT partition_key FROM publications WHERE asset = 'current_orders' ORDER BY 1"
+            ).fetchall()
+            found = {str(k): service.slo_for(con, str(k), self.pipeline.settings.slo) for (k,) in keys}
+        return {k: v for k, v in found.items() if v is not None}
+
+    def reverify(self, asset: str) -> reverify.Verdict:
+        """Recompute published partitions as of their own load dates; flag mismatches SUSPECT
+        (still visible, with the reason) until a repair certifies them again."""
+        with self.pipeline.warehouse.transaction() as con:
+            verdict = (
+                reverify.reverify_state(con)
+                if asset == "current_orders"
+                else reverify.reverify_aggregates(con)
+            )
+            for key, reason in verdict.reasons.items():
+                set_status(
+                    con, asset, [key], Status.SUSPECT, f"re-verification: {reason}", self.pipeline.now()
+                )
+        return verdict
+
+    def reconcile(self) -> list[dict[str, Any]]:
+        """Per load date: the reconciliation sums and whether they add up (SPEC 3.5)."""
+        with self.pipeline.warehouse.connect() as con:
+            return query_frame(con, RECONCILE_SQL).to_dicts()
+
+    def consumer_update(self, partition: str) -> list[str]:
+        """The factual update a consumer of one partition needs, in their terms."""
+        with self.pipeline.warehouse.connect() as con:
+            rows = query_frame(
+                con,
+                "SELECT * FROM partition_status WHERE partition_key = ? ORDER BY asset",
+                [partition],
+            ).to_dicts()
+            pointer = one(con, "SELECT value FROM pointers WHERE name = 'published_load_date'")
+            versions = {
+                str(a): int(v)
+                for a, v in con.execute(
+                    "SELECT asset, max(version) FROM publications WHERE partition_key = ? GROUP BY asset",
+                    [partition],
+                ).fetchall()
+            }
+        slo = self.slo(partition)
+        return consumer_text(partition, rows, versions, pointer[0] if pointer else None, slo)
+
+
+IMPACT = {
+    Status.CERTIFIED: ("correct and complete", "nothing; use it"),
+    Status.RESTATED: (
+        "corrected: a newer version replaced an earlier one",
+        "re-read it; the earlier version stays queryable in publications",
+    ),
+    Status.PENDING_RESTATEMENT: (
+        "about to change: a correction is queued",
+        "the restated version is published after the correction is certified",
+    ),
+    Status.FAILED_CANDIDATE: (
+        "not updated: a new version failed certification and was withheld",
+        "the data team repairs the input; you keep seeing the last good version",
+    ),
+    Status.SUSPECT: (
+        "possibly wrong: re-verification found a difference from the immutable input",
+        "a repair from immutable raw is republished as a new version; treat figures with care",
+    ),
+    Status.BLOCKED_UPSTREAM: (
+        "late: the source delivery is not ready",
+        "loaded and certified as soon as the source is ready",
+    ),
+    Status.BLOCKED: (
+        "late: the source delivery broke the contract and was refused whole",
+        "applied once the source re-delivers it corrected or an operator skips it",
+    ),
+    Status.MISSING: ("unavailable: a delivery is missing", "applied once the source delivers it"),
+    Status.DELAYED: (
+        "late: waiting behind an earlier load date",
+        "applied in order once the earlier date is",
+    ),
+    Status.LATE_DELIVERY: (
+        "incomplete: a late delivery arrived after later dates were applied",
+        "an operator backfills it in the backfill lane",
+    ),
+}
+
+
+def consumer_text(
+    partition: str,
+    rows: list[dict[str, Any]],
+    versions: dict[str, int],
+    pointer: str | None,
+    slo: Slo | None,
+) -> list[str]:
+    if not rows:
+        return [f"{partition}: nothing is known about this partition yet."]
+    lines = []
+    for row in rows:
+        status = Status(row["status"])
+        impact, next_step = IMPACT[status]
+        good = (
+            f"version {row['last_good_version']} (sha256 {str(row['last_good_sha256'])[:12]})"
+            if row["last_good_version"]
+            else "none yet"
+        )
+        restated = versions.get(str(row["asset"]), 0) > 1
+        lines += [
+            f"{row['asset']} {partition}: {status.value}",
+            f"  what it means: {impact}",
+            f"  last good version: {good}; restated: {'yes' if restated else 'no'}",
+            f"  why: {row['reason'] or '-'}",
+            f"  what happens next: {next_step}",
+        ]
+    if slo is not None:
+        verdict = "all met" if slo.all_met else "NOT all met"
+        lines.append(
+            f"load date {partition} service levels: freshness {slo.freshness_minutes:g} min, completeness "
+            f"{slo.completeness_pct:g} %, duration "
+            f"{'-' if slo.duration_minutes is None else f'{slo.duration_minutes:g}'} min, "
+            f"availability {slo.availability_minutes:g} min ({verdict})"
+        )
+    lines.append(f"consumers currently see load date {pointer or 'none'} in current_orders.")
+    return lines

@@ -1,0 +1,79 @@
+"""Operational evidence: every step attempt (started, failed, succeeded) and the service levels of
+each certified load date, computed from what the warehouse recorded (SPEC 7)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import duckdb
+
+from replay_assets.core.config import SloPolicy
+from replay_assets.core.manifest import parse_instant
+from replay_assets.core.slo import Slo, evaluate
+from replay_assets.storage.warehouse import one
+
+STARTED, FAILED, SUCCEEDED = "STARTED", "FAILED", "SUCCEEDED"
+
+
+def record_step_attempt(
+    con: duckdb.DuckDBPyConnection,
+    run_id: str,
+    step: str,
+    partition_key: str,
+    attempt: int,
+    outcome: str,
+    detail: str,
+    now: dt.datetime,
+) -> None:
+    """``detail`` is an error code or class name, never a row value."""
+    con.execute(
+        "INSERT INTO step_attempts VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [run_id, step, partition_key, attempt, outcome, detail, now],
+    )
+
+
+def step_attempts(con: duckdb.DuckDBPyConnection, run_id: str) -> list[tuple[str, str, int, str, str]]:
+    """(step, partition, attempt, outcome, detail) of one run, in the order they happened."""
+    rows = con.execute(
+        """SELECT step, partition_key, attempt, outcome, detail FROM step_attempts WHERE run_id = ?
+           ORDER BY recorded_at, attempt, CASE outcome WHEN 'STARTED' THEN 0 ELSE 1 END""",
+        [run_id],
+    ).fetchall()
+    return [(str(a), str(b), int(c), str(d), str(e)) for a, b, c, d, e in rows]
+
+
+CONTRIBUTING = """
+    SELECT max(m.ready_at), coalesce(sum(m.source_events), 0),
+           (SELECT count(*) FROM raw_receipts r WHERE r.load_date = ?
+              AND r.batch_id IN (SELECT batch_id FROM reconciliation
+                                 WHERE load_date = ? AND status NOT IN ('BLOCKED', 'SKIPPED')))
+    FROM manifests m
+    WHERE m.load_date = ? AND m.batch_id IN (SELECT batch_id FROM reconciliation
+                                             WHERE load_date = ? AND status NOT IN ('BLOCKED', 'SKIPPED'))"""
+
+
+def slo_for(con: duckdb.DuckDBPyConnection, load_date: str, policy: SloPolicy) -> Slo | None:
+    """The service levels of the load date's delivery: its first certification (a later repair or
+    restatement is reported by the partition's status, not as a late load). None if uncertified."""
+    published = one(
+        con,
+        """SELECT certified_at, run_id FROM publications WHERE asset = 'current_orders'
+           AND partition_key = ? ORDER BY version LIMIT 1""",
+        [load_date],
+    )
+    if published is None:
+        return None
+    certified_at, run_id = published
+    ready, declared, landed = one(con, CONTRIBUTING, [load_date] * 4) or (None, 0, 0)
+    if ready is None:
+        return None
+    started = one(con, "SELECT min(recorded_at) FROM step_attempts WHERE run_id = ?", [run_id])
+    return evaluate(
+        policy,
+        load_date,
+        certified_at,
+        parse_instant(str(ready), "ready_at"),
+        started[0] if started and started[0] is not None else None,
+        int(declared),
+        int(landed),
+    )

@@ -1,0 +1,113 @@
+"""Operations through the Dagster definitions: readiness, lanes, fail-once retries (SPEC 4, 7)."""
+
+import shutil
+from pathlib import Path
+
+import dagster as dg
+
+from replay_assets.core.lanes import lane_for
+from replay_assets.demo_ops import session_at, step_trace
+from replay_assets.lanes import LaneRunCoordinator
+from replay_assets.runner import PROJECT_INSTANCE_CONFIG
+from replay_assets.scenarios import seed003
+from replay_assets.session import Session
+
+
+def seed003_home(home: Path) -> None:
+    """2026-09-20 applied; 2026-09-21 delivered (ready at 08:12)."""
+    seed003.write_config(home)
+    s = session_at(home, seed003.LEGACY_CERTIFIED_AT)
+    seed003.deliver_baseline(s.settings.landing)
+    assert not s.run().failed
+    seed003.deliver_current(s.settings.landing)
+    s.close()
+
+
+def evaluate_manifest_sensor(s: Session) -> dg.SensorResult:
+    sensor = s.defs.resolve_sensor_def("source_manifest_sensor")
+    resources = {"replay": s.defs.resources["replay"]}
+    with dg.build_sensor_context(
+        instance=s.instance, resources=resources, sensor_name=sensor.name
+    ) as context:
+        result = sensor(context)
+    assert isinstance(result, dg.SensorResult)
+    return result
+
+
+def test_the_first_tick_after_the_source_is_ready_launches_the_load_exactly_once(tmp_path: Path) -> None:
+    seed003_home(tmp_path)
+    early = session_at(tmp_path, seed003.BLOCKED_RUN_AT)
+    skipped = evaluate_manifest_sensor(early)
+    assert not skipped.run_requests
+    assert "2026-09-21 BLOCKED_UPSTREAM" in str(skipped.skip_reason)
+    assert "ATLAS-20260921.manifest.json" in str(skipped.skip_reason)
+    assert early.run().runs == []
+    early.close()
+    ready = session_at(tmp_path, seed003.RETRIED_RUN_AT)
+    [request] = evaluate_manifest_sensor(ready).run_requests or []
+    assert request.partition_key == seed003.CURRENT_DATE
+    first = ready.run()
+    assert [(sensor, key.rsplit(":", 1)[0], ok) for sensor, key, ok, _ in first.runs] == [
+        ("source_manifest_sensor", "apply:2026-09-21", True),
+        ("restatement_sensor", "restate:2026-09-17:2026-09-21", True),
+    ]
+    assert ready.run().runs == []  # the next tick: nothing launched again
+    assert not evaluate_manifest_sensor(ready).run_requests
+    launched = ready.instance.get_runs(filters=dg.RunsFilter(tags={"dagster/run_key": first.runs[0][1]}))
+    assert len(launched) == 1
+    ready.close()
+
+
+def test_a_retry_after_the_commit_applies_nothing_twice(tmp_path: Path) -> None:
+    seed003_home(tmp_path)
+    s = session_at(tmp_path, seed003.RETRIED_RUN_AT, fail_once="current_state:after_commit")
+    summary = s.run()
+    assert all(ok for _, _, ok, _ in summary.runs)
+    [run] = s.instance.get_runs(
+        filters=dg.RunsFilter(tags={"dagster/sensor_name": "source_manifest_sensor"}), limit=1
+    )
+    assert step_trace(s.instance, run.run_id, "current_state") == [
+        "STEP_START",
+        "STEP_UP_FOR_RETRY",
+        "STEP_RESTARTED",
+        "STEP_SUCCESS",
+    ]
+    [op] = s.query(
+        """SELECT operation_id, state FROM operations
+                      WHERE kind = 'apply_load_date' AND partition_key = ?""",
+        [seed003.CURRENT_DATE],
+    )
+    assert op["state"] == "COMPLETE"
+    mutations = s.query(
+        "SELECT count(*) AS n FROM operation_audit WHERE operation_id = ? AND to_state = 'TARGET_COMMITTED'",
+        [op["operation_id"]],
+    )
+    history = s.query("SELECT count(*) AS n FROM order_history WHERE load_date = ?", [seed003.CURRENT_DATE])
+    versions = s.query(
+        "SELECT count(*) AS n FROM publications WHERE asset = 'current_orders' AND partition_key = ?",
+        [seed003.CURRENT_DATE],
+    )
+    assert mutations == [{"n": 1}]
+    assert history == [{"n": len(seed003.current_lines())}]
+    assert versions == [{"n": 1}]
+    s.close()
+
+
+def test_lanes_come_from_the_run_and_from_the_root_of_a_retry() -> None:
+    assert lane_for({}) == "current"
+    assert lane_for({"replay/lane": "current"}) == "current"
+    assert lane_for({"dagster/backfill": "abc"}) == "backfill"
+    assert lane_for({"replay/lane": "current", "dagster/backfill": "abc"}) == "backfill"
+    assert lane_for({"dagster/root_run_id": "r"}, {"dagster/backfill": "abc"}) == "backfill"
+    assert lane_for({"dagster/root_run_id": "r"}, {"replay/lane": "current"}) == "current"
+
+
+def test_the_instance_queues_runs_through_the_lane_coordinator_with_lane_limits(tmp_path: Path) -> None:
+    shutil.copyfile(PROJECT_INSTANCE_CONFIG, tmp_path / "dagster.yaml")
+    with dg.DagsterInstance.from_config(str(tmp_path)) as instance:
+        assert isinstance(instance.run_coordinator, LaneRunCoordinator)
+        limits = instance.get_concurrency_config().run_queue_config.tag_concurrency_limits
+    assert {(lim["key"], lim["value"], lim["limit"]) for lim in limits} == {
+        ("replay/lane", "current", 2),
+        ("replay/lane", "backfill", 1),
+    }
