@@ -12,6 +12,7 @@ import re
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -90,8 +91,15 @@ def wait(
     daemon = None if _daemon_fresh(instance) else _start_daemon(session)
     try:
         deadline = time.monotonic() + timeout
+        seen = ""
         while time.monotonic() < deadline:
             runs = instance.get_runs(filters=dg.RunsFilter(tags={"dagster/backfill": backfill_id}))
+            tally = ", ".join(
+                f"{n} {status.lower()}" for status, n in sorted(Counter(r.status.value for r in runs).items())
+            )
+            if tally and tally != seen:
+                progress(f"backfill {backfill_id}: {tally}")
+                seen = tally
             if runs and all(r.status in DONE for r in runs):
                 outcome = {r.tags.get("dagster/partition", "?"): r.status.value for r in runs}
                 for key in sorted(outcome):

@@ -22,6 +22,7 @@ from replay_assets.core.events import jsonl_lines, sha256_text
 from replay_assets.core.plan import DateStatus
 from replay_assets.core.slo import Slo
 from replay_assets.definitions import settings_from_environment
+from replay_assets.progress import progress
 from replay_assets.session import Session
 from replay_assets.storage import exports
 from replay_assets.storage.landing_area import write_delivery
@@ -78,7 +79,8 @@ def cmd_land(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     session = _session(args)
-    summary = session.run(progress=print)
+    with progress("applying pending load dates and restatements") as report:
+        summary = session.run(progress=report)
     session.pipeline.refresh_published()
     decision = session.pipeline.record_plan_status()
     problems = [p for p in decision.plans if p.problem]
@@ -105,7 +107,8 @@ def cmd_backfill(args: argparse.Namespace) -> int:
     if not args.wait:
         session.close()
         return 0
-    outcome = backfill.wait(session, backfill_id, print)
+    with progress(f"waiting for backfill {backfill_id}") as report:
+        outcome = backfill.wait(session, backfill_id, report)
     session.pipeline.refresh_published()
     session.close()
     return 0 if all(status == "SUCCESS" for status in outcome.runs.values()) else 1

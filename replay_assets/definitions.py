@@ -21,20 +21,22 @@ def settings_from_environment(home: str | None = None) -> Settings:
 
 def build_definitions(settings: Settings) -> dg.Definitions:
     assets = build_assets(settings)
+    checks = build_reverification_checks()
+    # The loads carry their gate checks; the stand-alone re-verification runs on its own job.
+    audits = dg.AssetSelection.checks(*checks)
     apply_job = dg.define_asset_job(
         "apply_load_date_job",
-        selection=["raw_receipts", "current_orders", "current_customers"],
+        selection=dg.AssetSelection.assets("raw_receipts", "current_orders", "current_customers") - audits,
         description="Land and apply one load date.",
     )
     restate_job = dg.define_asset_job(
         "restate_aggregates_job",
-        selection=["daily_aggregates"],
+        selection=dg.AssetSelection.assets("daily_aggregates") - audits,
         description="Recompute and publish the queued business dates.",
     )
-    checks = build_reverification_checks()
     reverify_job = dg.define_asset_job(
         "reverify_publications_job",
-        selection=dg.AssetSelection.checks(*checks),
+        selection=audits,
         description="Recompute every publication from immutable raw; mismatches become SUSPECT.",
     )
     return dg.Definitions(

@@ -112,7 +112,9 @@ def test_run_exits_1_and_says_why_when_blocked_then_resolve(
     assert all(c["cpu_seconds"] >= 0 and c["rows_written"] >= 0 for c in report["costs"])
     assert main(["status", "--home", str(home)]) == 0
     table = capsys.readouterr().out
-    assert table.splitlines()[0].split() == ["asset", "partition", "status", "last", "good", "reason"]
+    header = ["asset", "partition", "status", "last", "good", "SLO", "fresh/compl/dur/avail", "reason"]
+    assert table.splitlines()[0].split() == header
+    assert {s["load_date"] for s in report["slos"]} == {"2026-09-20", "2026-09-21"}
     assert ["current_orders", "2026-09-21", "CERTIFIED", "v1"] in [
         line.split()[:4] for line in table.splitlines()
     ]

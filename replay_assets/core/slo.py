@@ -2,7 +2,8 @@
 
 freshness    = certified_at - ready_at of the newest contributing manifest (time blocked upstream
                after the source said it was ready counts against it);
-completeness = share of the events the manifests declared that were landed, in percent;
+completeness = share of the events the manifests declared that were applied (a batch skipped by
+               an operator is declared, not applied), in percent;
 duration     = certified_at - start of the run that certified it;
 availability = certified_at - the configured expected time of the load date.
 """

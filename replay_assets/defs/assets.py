@@ -10,6 +10,7 @@ from replay_assets.core.config import Settings
 from replay_assets.core.errors import ReplayError
 from replay_assets.core.gate import Check, CheckOutcome
 from replay_assets.core.lanes import BACKFILL, lane_for
+from replay_assets.defs import evidence
 from replay_assets.defs.partitions import business_date_partitions, load_date_partitions
 from replay_assets.defs.resources import ReplayResource
 from replay_assets.storage import failpoints, service
@@ -160,9 +161,23 @@ def build_assets(settings: Settings) -> list[dg.AssetsDefinition]:
             "rejected": sum(c.rejected for c in counts),
             "affected_business_dates": ", ".join(result.affected_business_dates),
             "controls (lines, orders, units, amount, cost, profit)": str(controls),
+            "dagster/row_count": result.row_count,
+            "controls": evidence.controls(controls) if controls else "none (not certified)",
+            "reconciliation": evidence.reconciliation(result.counts),
             **{f"cost_{k}": v for k, v in pipeline.run_costs(context.run.run_id, "apply").items()},
             **({f"slo_{k}": v for k, v in slo.to_record().items() if v is not None} if slo else {}),
         }
+        if slo:
+            policy = pipeline.settings.slo
+            meta["service_levels"] = evidence.service_levels(
+                slo,
+                {
+                    "freshness": policy.freshness_minutes,
+                    "completeness": policy.completeness_pct,
+                    "duration": policy.duration_minutes,
+                    "availability": policy.availability_minutes,
+                },
+            )
         checks = [(context.partition_key, o) for o in result.checks]
         yield dg.MaterializeResult(
             asset_key="current_orders", metadata=meta, check_results=_results("current_orders", checks)
@@ -186,8 +201,11 @@ def build_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         with _attempt(context, pipeline, "daily_aggregates", f"{keys[0]}..{keys[-1]}"):
             published = pipeline.publish(keys, context.run.run_id)
         failed = [p.business_date for p in published if not p.certified]
+        totals = Operations(pipeline).daily_totals(keys[0], keys[-1])
         return dg.MaterializeResult(
             metadata={
+                "daily_totals": evidence.daily_totals_chart(totals),
+                "dagster/row_count": sum(p.rows for p in published),
                 "business_dates": len(published),
                 "new_versions": sum(p.version is not None for p in published),
                 "failed_candidates": ", ".join(failed) or "none",

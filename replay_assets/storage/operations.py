@@ -60,6 +60,19 @@ class Operations:
                 )
         return verdict
 
+    def daily_totals(self, first: str, last: str) -> list[dict[str, Any]]:
+        """Certified totals per business date over all stores (for the UI's chart)."""
+        with self.pipeline.warehouse.connect() as con:
+            return query_frame(
+                con,
+                """SELECT CAST(business_date AS VARCHAR) AS business_date,
+                          sum(order_count) AS order_count, sum(amount_minor) AS amount_minor,
+                          sum(gross_profit_minor) AS gross_profit_minor
+                   FROM daily_aggregates WHERE CAST(business_date AS VARCHAR) BETWEEN ? AND ?
+                   GROUP BY 1 ORDER BY 1""",
+                [first, last],
+            ).to_dicts()
+
     def reconcile(self) -> list[dict[str, Any]]:
         """Per load date: the reconciliation sums and whether they add up (SPEC 3.5)."""
         with self.pipeline.warehouse.connect() as con:

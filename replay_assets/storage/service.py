@@ -42,14 +42,14 @@ def step_attempts(con: duckdb.DuckDBPyConnection, run_id: str) -> list[tuple[str
     return [(str(a), str(b), int(c), str(d), str(e)) for a, b, c, d, e in rows]
 
 
+# Batches of the load date that count: every delivery except a blocked one (a blocked batch that
+# is still blocked leaves the date unapplied; a corrected re-delivery replaces it). A batch an
+# operator skipped counts as declared but not landed: the partition is incomplete by it.
 CONTRIBUTING = """
     SELECT max(m.ready_at), coalesce(sum(m.source_events), 0),
-           (SELECT count(*) FROM raw_receipts r WHERE r.load_date = ?
-              AND r.batch_id IN (SELECT batch_id FROM reconciliation
-                                 WHERE load_date = ? AND status NOT IN ('BLOCKED', 'SKIPPED')))
-    FROM manifests m
-    WHERE m.load_date = ? AND m.batch_id IN (SELECT batch_id FROM reconciliation
-                                             WHERE load_date = ? AND status NOT IN ('BLOCKED', 'SKIPPED'))"""
+           coalesce(sum(m.source_events) FILTER (WHERE r.status <> 'SKIPPED'), 0)
+    FROM manifests m JOIN reconciliation r USING (batch_id)
+    WHERE m.load_date = ? AND r.status <> 'BLOCKED'"""
 
 
 def slo_for(con: duckdb.DuckDBPyConnection, load_date: str, policy: SloPolicy) -> Slo | None:
@@ -64,7 +64,7 @@ def slo_for(con: duckdb.DuckDBPyConnection, load_date: str, policy: SloPolicy) -
     if published is None:
         return None
     certified_at, run_id = published
-    ready, declared, landed = one(con, CONTRIBUTING, [load_date] * 4) or (None, 0, 0)
+    ready, declared, landed = one(con, CONTRIBUTING, [load_date]) or (None, 0, 0)
     if ready is None:
         return None
     started = one(con, "SELECT min(recorded_at) FROM step_attempts WHERE run_id = ?", [run_id])

@@ -111,3 +111,24 @@ def test_the_instance_queues_runs_through_the_lane_coordinator_with_lane_limits(
         ("replay/lane", "current", 2),
         ("replay/lane", "backfill", 1),
     }
+
+
+def test_materializations_carry_evidence_a_person_can_read(tmp_path: Path) -> None:
+    seed003_home(tmp_path)
+    s = session_at(tmp_path, seed003.RETRIED_RUN_AT)
+    assert not s.run().failed
+
+    def latest(asset: str) -> dict[str, object]:
+        [record] = s.instance.fetch_materializations(dg.AssetKey(asset), limit=1).records
+        materialization = record.asset_materialization
+        assert materialization is not None
+        return {k: getattr(v, "value", v) for k, v in materialization.metadata.items()}
+
+    state = latest("current_orders")
+    assert "| ATLAS-20260921 | 5 | 5 | 0 | 0 | 0 | yes |" in str(state["reconciliation"])
+    assert "| 9 | 7 | 11 | 740 | 450 | 290 |" in str(state["controls"])
+    assert "| availability | 12 min | ≤ 30 min | met |" in str(state["service_levels"])  # 08:12 - 08:00
+    assert state["dagster/row_count"] == 10  # nine active lines and the tombstone of O1005|2
+    daily = str(latest("daily_aggregates")["daily_totals"])
+    assert "| 2026-09-21 | 1 | 60 | 25 |" in daily and "█" in daily
+    s.close()

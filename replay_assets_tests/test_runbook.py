@@ -1,0 +1,123 @@
+"""docs/runbook.md is executable: its commands, in order, handle the seed-003 incident (a corrupted
+historical publication found after the current load was retried)."""
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from replay_assets.demo_ops import session_at
+from replay_assets.scenarios import seed003
+
+PROJECT = Path(__file__).resolve().parents[1]
+RUNBOOK = PROJECT / "docs" / "runbook.md"
+STEPS = [
+    "Contain",
+    "Preserve evidence",
+    "Classify",
+    "Smallest repair",
+    "Replay",
+    "Reconcile",
+    "Certify",
+    "Communicate",
+    "Prevent",
+]
+# the exit code each step's commands end with on this incident (classify finds the SUSPECT record)
+EXPECTED_EXIT = {"Classify": 1}
+
+
+def runbook_commands() -> list[tuple[str, list[str]]]:
+    """(step title, its shell commands) from the runbook's numbered sections, in order."""
+    sections = re.split(r"^## \d+\. ", RUNBOOK.read_text(encoding="utf-8"), flags=re.M)[1:]
+    steps = []
+    for section in sections:
+        title = section.splitlines()[0].strip()
+        blocks = re.findall(r"```sh\n(.*?)```", section, flags=re.S)
+        steps.append((title, [line for block in blocks for line in block.splitlines() if line.strip()]))
+    return steps
+
+
+def incident(home: Path) -> list[dict[str, object]]:
+    """2026-09-20 published then corrupted; 2026-09-21 certified after a retried transform."""
+    seed003.write_config(home)
+    s = session_at(home, seed003.LEGACY_CERTIFIED_AT)
+    seed003.deliver_baseline(s.settings.landing)
+    s.run()
+    with s.pipeline.warehouse.transaction() as con:
+        seed003.corrupt_legacy_publication(con)
+    s.close()
+    s = session_at(home, seed003.RETRIED_RUN_AT, fail_once="current_state")
+    seed003.deliver_current(s.settings.landing)
+    assert not s.run().failed
+    current = s.query(
+        "SELECT content_sha256 FROM publications WHERE partition_key = ? ORDER BY ALL", ["2026-09-21"]
+    )
+    s.close()
+    return current
+
+
+def test_the_runbook_names_a_command_for_every_step() -> None:
+    steps = runbook_commands()
+    assert [title for title, _ in steps] == STEPS
+    assert all(commands for _, commands in steps)
+
+
+def test_the_runbook_commands_repair_the_seed_003_incident(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    current_before = incident(home)
+    workdir = tmp_path / "oncall"
+    workdir.mkdir()
+    env = {
+        **os.environ,
+        "REPLAY_ASSETS_HOME": str(home),
+        "DAGSTER_HOME": str(home / "dagster"),
+        "REPLAY_ASSETS_NOW": seed003.BACKFILL_AT,
+    }
+    bin_dir = str(Path(sys.executable).parent)
+    outputs: dict[str, str] = {}
+    for title, commands in runbook_commands():
+        codes = []
+        for command in commands:
+            line = command.replace("uv run ", f"{bin_dir}/").replace(
+                "workspace.yaml", str(PROJECT / "workspace.yaml")
+            )
+            done = subprocess.run(
+                ["bash", "-c", line], cwd=workdir, env=env, capture_output=True, text=True, check=False
+            )
+            codes.append(done.returncode)
+            outputs[title] = outputs.get(title, "") + done.stdout
+            assert done.returncode in (0, EXPECTED_EXIT.get(title, 0)), (
+                f"{title}: {command}\n{done.stderr[-2000:]}"
+            )
+        assert codes[-1] == EXPECTED_EXIT.get(title, 0), title
+    assert "current_orders: 2 publications re-verified, 1 SUSPECT" in outputs["Classify"]
+    assert "2026-09-20: stored controls (8, 5, 10, 690, 435, 255)" in outputs["Classify"]
+    assert "0 SUSPECT" in outputs["Reconcile"] and "SUSPECT" not in outputs["Reconcile"].replace(
+        "0 SUSPECT", ""
+    )
+    assert "current_orders 2026-09-20: RESTATED" in outputs["Communicate"]
+    assert {p.name for p in (workdir / "evidence").iterdir()} == {
+        "publications.jsonl",
+        "reconciliation.csv",
+        "partition_status.csv",
+    }
+    s = session_at(home, seed003.REPLAY_AT)
+    snapshot = s.query("""SELECT active_lines, distinct_orders, units, amount_minor, cost_minor,
+                          gross_profit_minor FROM snapshots WHERE load_date = '2026-09-20'""")
+    assert tuple(snapshot[0].values()) == (8, 5, 10, 690, 425, 265)
+    current = s.query(
+        "SELECT content_sha256 FROM publications WHERE partition_key = ? ORDER BY ALL", ["2026-09-21"]
+    )
+    assert current == current_before  # the repair of 2026-09-20 left 2026-09-21 alone
+    note = s.query("SELECT asset, from_partition, to_partition, lane, note FROM backfills")
+    assert note == [
+        {
+            "asset": "current_orders",
+            "from_partition": "2026-09-20",
+            "to_partition": "2026-09-20",
+            "lane": "backfill",
+            "note": "republish the corrupted 2026-09-20 record from raw",
+        }
+    ]
+    s.close()
