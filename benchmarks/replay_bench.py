@@ -77,14 +77,17 @@ def _status_kib(pid: int, field_name: str) -> int:
     return 0
 
 
-def run_pipeline(home: Path, now: str, case: str, events: int) -> Measured:
-    """``replay-assets run --home H`` as a child process; wall time and the tree's peak RSS."""
-    exe = Path(sys.executable).parent / "replay-assets"
+def run_pipeline(home: Path, now: str, case: str, events: int, profile: str | None = None) -> Measured:
+    """``replay-assets run --home H`` as a child process; wall time and the tree's peak RSS.
+    ``profile``: a folder for py-spy's raw stacks of the run (py-spy on PATH; figures then
+    include its overhead)."""
+    command = [str(Path(sys.executable).parent / "replay-assets"), "run", "--home", str(home)]
+    if profile:
+        out = Path(profile) / f"{case}.txt"
+        command = ["py-spy", "record", "-r", "50", "-f", "raw", "-o", str(out), "--", *command]
     env = {**os.environ, "REPLAY_ASSETS_NOW": now}
     started = time.monotonic()
-    child = subprocess.Popen(
-        [str(exe), "run", "--home", str(home)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
-    )
+    child = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     peaks: dict[int, int] = {}
     sum_peak = [0]
     done = threading.Event()
@@ -147,8 +150,9 @@ def verify(home: Path, con: duckdb.DuckDBPyConnection) -> list[str]:
 
 
 class Bench:
-    def __init__(self, home: Path, seed: int) -> None:
+    def __init__(self, home: Path, seed: int, profile: str | None = None) -> None:
         self.home = home
+        self.profile = profile
         self.seed = seed
         self.parquet: list[str] = []
         self.next_base = 0
@@ -208,7 +212,7 @@ class Bench:
         self.parquet.append(str(path))
 
     def measure(self, case: str, events: int, with_reference: bool = True) -> Measured:
-        result = run_pipeline(self.home, f"{self.day.isoformat()}T23:00:00Z", case, events)
+        result = run_pipeline(self.home, f"{self.day.isoformat()}T23:00:00Z", case, events, self.profile)
         started = time.monotonic()
         stream.reference_fold(self.con, self.parquet)
         reference = time.monotonic() - started
@@ -265,6 +269,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--steady-days", type=int, default=0, help="further days of --events each, one run a day")
     p.add_argument("--home", help="keep the home here (default: a temporary folder, removed)")
     p.add_argument("--json", help="also write the figures to this file")
+    p.add_argument("--profile", help="folder for py-spy raw stacks of each run (py-spy on PATH)")
     args = p.parse_args(argv)
     cases = args.cases.split(",")
     root = Path(args.home) if args.home else Path(tempfile.mkdtemp(prefix="replay-bench-"))
@@ -273,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
     (home / "replay-assets.json").write_text(
         json.dumps({"load_date_start": FIRST_LOAD_DATE.isoformat(), "business_date_start": "2026-01-01"})
     )
-    bench = Bench(home, args.seed)
+    bench = Bench(home, args.seed, args.profile)
     started = time.monotonic()
     lines = bench.land_stream(args.events, args.days)
     print(f"generated {lines} lines over {args.days} load dates in {time.monotonic() - started:.1f} s")
