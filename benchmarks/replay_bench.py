@@ -120,7 +120,7 @@ def run_pipeline(home: Path, now: str, case: str, events: int, profile: str | No
         max(sum_peak[0], max(peaks.values())) * 1024,
         len(peaks),
         child.returncode,
-        notes=[line for line in text.splitlines() if "FAILED" in line or "error" in line.lower()][:5],
+        notes=[line for line in text.splitlines() if "FAILED" in line or line.startswith("error")][:5],
     )
 
 

@@ -144,7 +144,7 @@ def _validate_file(
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """Split a file's lines: the non-blank ones (``line_number, payload``), the events the
     vectorised path certifies (staged columns) and the lines left to ``parse_event``."""
-    frame = pl.DataFrame({"line": f.lines}, schema={"line": pl.String}).with_row_index("line_number", 1)
+    frame = pl.DataFrame({"line": f.lines()}, schema={"line": pl.String}).with_row_index("line_number", 1)
     frame = frame.with_columns(pl.col("line_number").cast(pl.Int64))
     is_candidate = validation.candidates(frame, ctx.max_line_bytes)
     fast = validation.certify(con, frame.filter(is_candidate), ctx)
@@ -232,7 +232,7 @@ def _insert_raw(con: duckdb.DuckDBPyConnection, frame: pl.DataFrame, now: dt.dat
             """INSERT INTO raw_receipts (batch_id, source, load_date, landed_at, source_file,
                    line_number, payload_sha256, payload)
                SELECT batch_id, source, load_date, ?, source_file, line_number, sha256(payload), payload
-               FROM _raw ORDER BY line_number""",
+               FROM _raw""",
             [now],
         )
     finally:
