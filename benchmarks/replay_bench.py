@@ -38,7 +38,7 @@ class Measured:
     case: str
     events: int
     wall: float
-    peak_rss: int  # bytes, the largest single process
+    peak_rss: int  # bytes, the largest single process (VmHWM, polled every 50 ms)
     sum_rss: int  # bytes, the largest sum over the process tree at one instant
     processes: int
     exit_code: int
@@ -104,20 +104,20 @@ def run_pipeline(home: Path, now: str, case: str, events: int, profile: str | No
     poller = threading.Thread(target=poll, daemon=True)
     poller.start()
     output = child.stdout.read() if child.stdout else b""
-    _, status, usage = os.wait4(child.pid, 0)
+    # not wait4's ru_maxrss: Linux carries the parent's RSS at fork into the child's maximum
+    _, status = os.waitpid(child.pid, 0)
     wall = time.monotonic() - started
     done.set()
     poller.join()
     child.returncode = os.waitstatus_to_exitcode(status)
-    peaks[child.pid] = max(peaks.get(child.pid, 0), usage.ru_maxrss)
     text = output.decode("utf-8", "replace")
     (home / f"run-{case}.log").write_text(text)
     return Measured(
         case,
         events,
         wall,
-        max(peaks.values()) * 1024,
-        max(sum_peak[0], max(peaks.values())) * 1024,
+        max(peaks.values(), default=0) * 1024,
+        max(sum_peak[0], max(peaks.values(), default=0)) * 1024,
         len(peaks),
         child.returncode,
         notes=[line for line in text.splitlines() if "FAILED" in line or line.startswith("error")][:5],
