@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -10,6 +11,8 @@ import polars as pl
 
 from replay_assets.core.events import canonical_json, sha256_text
 
+HASH_CHUNK_ROWS = 200_000
+JSON_ESCAPED = r'[\x00-\x1f"\\]'  # characters json.dumps(ensure_ascii=False) escapes
 AGGREGATE_COLUMNS = (
     "store_id",
     "business_date",
@@ -111,7 +114,42 @@ def controls_of(lines: pl.DataFrame) -> Controls:
 
 
 def content_sha256(frame: pl.DataFrame, sort_by: Iterable[str]) -> str:
-    """Order-independent content hash: sha256 over canonical JSON rows sorted by ``sort_by``."""
+    """Order-independent content hash: sha256 over canonical JSON rows sorted by ``sort_by``.
+    Rendered set-based when every column is text or integer and no text needs a JSON escape
+    (the same bytes ``canonical_json`` writes); row by row otherwise."""
     ordered = frame.sort(list(sort_by)) if frame.height else frame
-    digest = sha256_text("\n".join(canonical_json(row) for row in ordered.iter_rows()))
-    return digest
+    rendered = _json_rows(ordered)
+    if rendered is None:
+        return sha256_text("\n".join(canonical_json(row) for row in ordered.iter_rows()))
+    digest = hashlib.sha256()
+    for start in range(0, rendered.len(), HASH_CHUNK_ROWS):
+        chunk = rendered.slice(start, HASH_CHUNK_ROWS).str.join("\n").item()
+        digest.update((("\n" if start else "") + chunk).encode("utf-8"))
+    return digest.hexdigest()
+
+
+def _json_rows(frame: pl.DataFrame) -> pl.Series | None:
+    """Each row as ``canonical_json(row)`` would write it, or None when that needs Python."""
+    parts: list[pl.Expr] = []
+    for name, dtype in frame.schema.items():
+        column = pl.col(name)
+        if dtype == pl.String:
+            parts.append(
+                pl.when(column.is_null())
+                .then(pl.lit("null"))
+                .otherwise(pl.concat_str([pl.lit('"'), column, pl.lit('"')]))
+            )
+        elif dtype.is_integer():
+            parts.append(column.cast(pl.String).fill_null("null"))
+        else:
+            return None
+        parts.append(pl.lit(","))
+    if not parts:
+        return None
+    texts = [name for name, dtype in frame.schema.items() if dtype == pl.String]
+    if (
+        texts
+        and frame.select(pl.any_horizontal(pl.col(t).str.contains(JSON_ESCAPED).any() for t in texts)).item()
+    ):
+        return None
+    return frame.select(pl.concat_str([pl.lit("["), *parts[:-1], pl.lit("]")]).alias("row"))["row"]

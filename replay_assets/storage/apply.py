@@ -149,7 +149,7 @@ def _result(
     orders, customers = orders_as_of(con, day), customers_as_of(con, day)
     digest = snapshot_digest(orders, customers)
     controls = controls_of(orders)
-    checks = tuple(certify.state_checks(con, day, orders, customers, counts, first_date))
+    checks = tuple(certify.state_checks(con, day, orders, customers, counts, first_date, controls))
     if not all_passed(checks):
         return ApplyResult(day, Mode.FAILED, counts, dates, controls, digest, (failures(checks),), checks)
     rows = orders.height + customers.height

@@ -73,8 +73,10 @@ def state_checks(
     customers: pl.DataFrame,
     counts: dict[str, Counts],
     first: str,
+    controls: Controls | None = None,
 ) -> list[CheckOutcome]:
-    """The gate of a load date's state snapshot (orders and customers as of ``day``)."""
+    """The gate of a load date's state snapshot (orders and customers as of ``day``);
+    ``controls`` are the snapshot's own when the caller computed them already."""
     return [
         check_schema(
             {"current_orders": (ORDER_STATE, orders), "current_customers": (CUSTOMER_STATE, customers)}
@@ -86,7 +88,7 @@ def state_checks(
             }
         ),
         check_reconciliation(counts_frame(counts)),
-        check_totals(controls_of(orders), recomputed_controls(con, day)),
+        check_totals(controls or controls_of(orders), recomputed_controls(con, day)),
         check_completeness(day, first, certified_load_dates(con)),
         check_non_negative(
             {"current_orders": (orders, ["order_id", "line_no"], ["quantity", "amount_minor", "cost_minor"])}

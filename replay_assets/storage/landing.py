@@ -22,41 +22,43 @@ from replay_assets.core.events import (
     Rejection,
     ValidationContext,
     parse_event,
-    sha256_text,
 )
 from replay_assets.core.manifest import Manifest
+from replay_assets.storage import validation
 from replay_assets.storage.landing_area import VerifiedFile
 from replay_assets.storage.warehouse import one
 
 STAGED_IMAGE = (*ORDER_IMAGE, *(c for c in CUSTOMER_IMAGE if c not in ORDER_IMAGE))
-STAGED_SCHEMA: dict[str, Any] = {
-    "batch_id": pl.String,
-    "source": pl.String,
-    "load_date": pl.String,
-    "source_file": pl.String,
-    "line_number": pl.Int64,
-    "event_id": pl.String,
-    "source_seq": pl.Int64,
-    "entity": pl.String,
-    "op": pl.String,
-    "key": pl.String,
-    "version": pl.Int64,
-    "event_time": pl.String,
-    "content_sha256": pl.String,
-    "image_sha256": pl.String,
-    "order_id": pl.String,
-    "line_no": pl.Int64,
-    "store_id": pl.String,
-    "customer_id": pl.String,
-    "product_id": pl.String,
-    "business_date": pl.String,
-    "quantity": pl.Int64,
-    "amount_minor": pl.Int64,
-    "cost_minor": pl.Int64,
-    "status": pl.String,
-    "name": pl.String,
-    "segment": pl.String,
-}
+STAGED_SCHEMA = pl.Schema(
+    {
+        "batch_id": pl.String,
+        "source": pl.String,
+        "load_date": pl.String,
+        "source_file": pl.String,
+        "line_number": pl.Int64,
+        "event_id": pl.String,
+        "source_seq": pl.Int64,
+        "entity": pl.String,
+        "op": pl.String,
+        "key": pl.String,
+        "version": pl.Int64,
+        "event_time": pl.String,
+        "content_sha256": pl.String,
+        "image_sha256": pl.String,
+        "order_id": pl.String,
+        "line_no": pl.Int64,
+        "store_id": pl.String,
+        "customer_id": pl.String,
+        "product_id": pl.String,
+        "business_date": pl.String,
+        "quantity": pl.Int64,
+        "amount_minor": pl.Int64,
+        "cost_minor": pl.Int64,
+        "status": pl.String,
+        "name": pl.String,
+        "segment": pl.String,
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -91,7 +93,10 @@ def land_batch(
             )
         return Landed(manifest.batch_id, 0, 0, 0, 0, new=False)
     base = {"batch_id": manifest.batch_id, "source": manifest.source, "load_date": manifest.load_date}
-    raw, staged, rejected, violations = [], [], [], []
+    raw: list[pl.DataFrame] = []
+    staged: list[pl.DataFrame] = []
+    rejected: list[dict[str, Any]] = []
+    violations: list[dict[str, Any]] = []
     if manifest.schema_version != 1:
         violations.append(
             {
@@ -104,29 +109,50 @@ def land_batch(
             }
         )
     for f in files:
-        for number, line in enumerate(f.lines, start=1):
-            if not line.strip():
-                continue
-            where = {**base, "source_file": f.name, "line_number": number}
-            raw.append({**where, "payload_sha256": sha256_text(line), "payload": line})
+        present, fast, slow = _validate_file(con, f, ctx)
+        where = [pl.lit(v).alias(k) for k, v in {**base, "source_file": f.name}.items()]
+        raw.append(present.with_columns(where))
+        staged.append(fast.with_columns(where))
+        slow_staged = []
+        for number, line in slow.iter_rows():
+            where_row = {**base, "source_file": f.name, "line_number": number}
             outcome = parse_event(line, ctx)
             if isinstance(outcome, Event):
-                staged.append(_staged_row(where, outcome))
+                slow_staged.append(_staged_row(where_row, outcome))
             elif isinstance(outcome, Rejection):
                 rejected.append(
                     {
-                        **where,
+                        **where_row,
                         "event_id": outcome.event_id,
                         "reason_code": outcome.reason.value,
                         "detail": outcome.detail,
                     }
                 )
             else:
-                violations.append(_violation_row(where, outcome))
-    _insert_all(con, manifest, raw, staged, rejected, violations, files, now)
+                violations.append(_violation_row(where_row, outcome))
+        if slow_staged:
+            staged.append(pl.DataFrame(slow_staged, schema=STAGED_SCHEMA))
+    events = sum(frame.height for frame in raw)
+    _insert_all(con, manifest, events, raw, staged, rejected, violations, files, now)
     return Landed(
-        manifest.batch_id, len(raw), len(rejected), len(violations), sum(f.size for f in files), new=True
+        manifest.batch_id, events, len(rejected), len(violations), sum(f.size for f in files), new=True
     )
+
+
+def _validate_file(
+    con: duckdb.DuckDBPyConnection, f: VerifiedFile, ctx: ValidationContext
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """Split a file's lines: the non-blank ones (``line_number, payload``), the events the
+    vectorised path certifies (staged columns) and the lines left to ``parse_event``."""
+    frame = pl.DataFrame({"line": f.lines()}, schema={"line": pl.String}).with_row_index("line_number", 1)
+    frame = frame.with_columns(pl.col("line_number").cast(pl.Int64))
+    is_candidate = validation.candidates(frame, ctx.max_line_bytes)
+    fast = validation.certify(con, frame.filter(is_candidate), ctx)
+    others = frame.filter(~is_candidate)
+    blank = [number for number, line in others.iter_rows() if not line.strip()]
+    present = frame.filter(~pl.col("line_number").is_in(blank)) if blank else frame
+    slow = present.join(fast.select("line_number"), on="line_number", how="anti").sort("line_number")
+    return present.rename({"line": "payload"}), fast, slow
 
 
 def _violation_row(where: dict[str, Any], v: BatchViolation) -> dict[str, Any]:
@@ -162,8 +188,9 @@ def _staged_row(where: dict[str, Any], e: Event) -> dict[str, Any]:
 def _insert_all(
     con: duckdb.DuckDBPyConnection,
     manifest: Manifest,
-    raw: list[dict[str, Any]],
-    staged: list[dict[str, Any]],
+    events: int,
+    raw: list[pl.DataFrame],
+    staged: list[pl.DataFrame],
     rejected: list[dict[str, Any]],
     violations: list[dict[str, Any]],
     files: Sequence[VerifiedFile],
@@ -179,21 +206,37 @@ def _insert_all(
             manifest.ready_at.isoformat(),
             manifest.seq_low,
             manifest.seq_high,
-            len(raw),
+            events,
             sum(f.size for f in files),
             now,
         ],
     )
-    if raw:
-        frame = pl.DataFrame(raw).with_columns(pl.lit(now).alias("landed_at"))
-        insert_frame(con, "raw_receipts", frame)
-    if staged:
-        insert_frame(con, "staged_events", pl.DataFrame(staged, schema=STAGED_SCHEMA))
+    for frame in raw:
+        if frame.height:
+            _insert_raw(con, frame, now)
+    for frame in staged:
+        if frame.height:
+            insert_frame(con, "staged_events", frame.select(list(STAGED_SCHEMA)).cast(STAGED_SCHEMA))
     if rejected:
         insert_frame(con, "rejected_events", pl.DataFrame(rejected).drop("source"))
     if violations:
         frame = pl.DataFrame(violations, infer_schema_length=None).drop("source")
         insert_frame(con, "batch_violations", frame.with_columns(pl.lit(now).alias("detected_at")))
+
+
+def _insert_raw(con: duckdb.DuckDBPyConnection, frame: pl.DataFrame, now: dt.datetime) -> None:
+    """Raw receipts with their payload sha256 computed set-based (sha256 of the UTF-8 line)."""
+    con.register("_raw", frame)
+    try:
+        con.execute(
+            """INSERT INTO raw_receipts (batch_id, source, load_date, landed_at, source_file,
+                   line_number, payload_sha256, payload)
+               SELECT batch_id, source, load_date, ?, source_file, line_number, sha256(payload), payload
+               FROM _raw""",
+            [now],
+        )
+    finally:
+        con.unregister("_raw")
 
 
 def insert_frame(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame) -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import polars as pl
 
+from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.events import canonical_json, jsonl_lines
 from replay_assets.core.manifest import (
     MANIFEST_SUFFIX,
@@ -93,9 +94,25 @@ def to_delivery(seen: Seen, now: dt.datetime, limits: Limits) -> Delivery:
 
 @dataclass(frozen=True)
 class VerifiedFile:
+    """A delivery file whose sha256 and event count matched its manifest. Its lines are read
+    again when it lands, so a load date holds one file's lines at a time, never all of them."""
+
     name: str
-    lines: list[str]  # every line, empty ones included, so numbers match the file
+    path: Path
+    sha256: str
     size: int
+
+    def lines(self) -> list[str]:
+        """Every line, empty ones included, so numbers match the file; the content must still
+        be the verified one."""
+        data = self.path.read_bytes()
+        if hashlib.sha256(data).hexdigest() != self.sha256:
+            raise ReplayError(ErrorCode.NOT_READY, f"file {self.name} changed after it was verified")
+        return _lines_of(self.name, data)
+
+
+def _lines_of(name: str, data: bytes) -> list[str]:
+    return parquet_lines(data) if name.endswith(".parquet") else text_lines(data)
 
 
 def read_verified(folder: Path, manifest: Manifest) -> tuple[list[VerifiedFile], str | None]:
@@ -106,12 +123,12 @@ def read_verified(folder: Path, manifest: Manifest) -> tuple[list[VerifiedFile],
             data = (folder / declared.path).read_bytes()
         except FileNotFoundError:
             return [], f"file {declared.path} is missing"
-        lines = parquet_lines(data) if declared.path.endswith(".parquet") else text_lines(data)
-        events = sum(1 for line in lines if line.strip())
-        problem = verify_file(declared, hashlib.sha256(data).hexdigest(), events)
+        digest = hashlib.sha256(data).hexdigest()
+        events = sum(1 for line in _lines_of(declared.path, data) if line.strip())
+        problem = verify_file(declared, digest, events)
         if problem:
             return [], problem
-        out.append(VerifiedFile(declared.path, lines, len(data)))
+        out.append(VerifiedFile(declared.path, folder / declared.path, digest, len(data)))
     return out, None
 
 

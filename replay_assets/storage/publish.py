@@ -68,15 +68,21 @@ class Published:
 
 
 def lines_for_dates(con: duckdb.DuckDBPyConnection, as_of: str, dates: list[str]) -> pl.DataFrame:
-    cols = ", ".join(ORDER_COLUMNS)
+    """Order lines whose state as of ``as_of`` is on one of ``dates``. Only keys with some row
+    on those dates can be (the state's own row is one), so the window ranks just those keys."""
+    cols = ", ".join(f"h.{c}" for c in ORDER_COLUMNS)
     return query_frame(
         con,
         f"""
         SELECT * FROM (
-          SELECT {cols} FROM order_history WHERE load_date <= ?
-          QUALIFY row_number() OVER (PARTITION BY order_id, line_no ORDER BY load_date DESC) = 1)
+          SELECT {cols} FROM order_history h SEMI JOIN (
+              SELECT order_id, line_no FROM order_history
+              WHERE load_date <= ? AND list_contains(?, business_date)) k
+            ON h.order_id = k.order_id AND h.line_no = k.line_no
+          WHERE h.load_date <= ?
+          QUALIFY row_number() OVER (PARTITION BY h.order_id, h.line_no ORDER BY h.load_date DESC) = 1)
         WHERE list_contains(?, business_date)""",
-        [as_of, dates],
+        [as_of, dates, as_of, dates],
     )
 
 

@@ -22,6 +22,9 @@ from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.storage.migrations import MIGRATIONS
 
 POLL_SECONDS = 0.05
+# DuckDB buffer memory per connection; beyond it DuckDB spills to <warehouse>.tmp/. Bounds the
+# peak RSS of a run at production volume (issue 6) with room for the Python side.
+MEMORY_LIMIT = "1GB"
 
 
 class Warehouse:
@@ -77,7 +80,7 @@ class Warehouse:
 
     def _open(self) -> duckdb.DuckDBPyConnection:
         try:
-            return duckdb.connect(str(self.path))
+            return duckdb.connect(str(self.path), config={"memory_limit": MEMORY_LIMIT})
         except duckdb.IOException as exc:
             raise ReplayError(
                 ErrorCode.WAREHOUSE_BUSY, f"{self.path.name} is open in another process"

@@ -16,6 +16,7 @@ from replay_assets.core.aggregate import (
     content_sha256,
     controls_of,
 )
+from replay_assets.core.events import canonical_json, sha256_text
 
 LINE_SCHEMA = {
     "order_id": pl.Utf8,
@@ -206,3 +207,21 @@ def test_content_sha256_of_aggregates_ignores_row_order() -> None:
     key = ["store_id", "business_date"]
     assert content_sha256(agg.reverse(), key) == content_sha256(agg, key)
     assert content_sha256(agg.sample(fraction=1.0, shuffle=True, seed=3), key) == content_sha256(agg, key)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.one_of(st.none(), st.text(max_size=6)),
+            st.one_of(st.none(), st.integers(-(2**62), 2**62)),
+            st.sampled_from(["a", "b|c", 'q"', "x\\y", "é€", "\x01", "\x7f"]),
+        ),
+        max_size=20,
+    )
+)
+def test_content_sha256_set_based_equals_canonical_json_rows(rows: list[tuple[Any, ...]]) -> None:
+    frame = pl.DataFrame(rows, schema={"t": pl.String, "i": pl.Int64, "s": pl.String}, orient="row")
+    ordered = frame.sort(["t", "i", "s"]) if frame.height else frame
+    expected = sha256_text("\n".join(canonical_json(row) for row in ordered.iter_rows()))
+    assert content_sha256(frame, ["t", "i", "s"]) == expected
