@@ -53,15 +53,20 @@ def status_of(s: Session, asset: str, key: str) -> dict[str, Any]:
     return rows[0] if rows else {}
 
 
-def seed003_demo(home: Path, out: Print) -> dict[str, Any]:
+def legacy_history(home: Path) -> None:
+    """The seed's starting point: 2026-09-20 was published, then its stored record was corrupted
+    by something outside this system."""
     seed003.write_config(home)
-    # legacy: 2026-09-20 was published, then its stored record was corrupted outside this system
     s = session_at(home, seed003.LEGACY_CERTIFIED_AT)
     seed003.deliver_baseline(s.settings.landing)
     s.run()
     with s.pipeline.warehouse.transaction() as con:
         seed003.corrupt_legacy_publication(con)
     s.close()
+
+
+def seed003_demo(home: Path, out: Print) -> dict[str, Any]:
+    legacy_history(home)
 
     s = session_at(home, seed003.BLOCKED_RUN_AT)  # run A: the source is not ready yet
     seed003.deliver_current(s.settings.landing)

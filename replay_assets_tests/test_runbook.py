@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from replay_assets.demo_ops import session_at
+from replay_assets.demo_ops import legacy_history, session_at
 from replay_assets.scenarios import seed003
 
 PROJECT = Path(__file__).resolve().parents[1]
@@ -40,13 +40,7 @@ def runbook_commands() -> list[tuple[str, list[str]]]:
 
 def incident(home: Path) -> list[dict[str, object]]:
     """2026-09-20 published then corrupted; 2026-09-21 certified after a retried transform."""
-    seed003.write_config(home)
-    s = session_at(home, seed003.LEGACY_CERTIFIED_AT)
-    seed003.deliver_baseline(s.settings.landing)
-    s.run()
-    with s.pipeline.warehouse.transaction() as con:
-        seed003.corrupt_legacy_publication(con)
-    s.close()
+    legacy_history(home)
     s = session_at(home, seed003.RETRIED_RUN_AT, fail_once="current_state")
     seed003.deliver_current(s.settings.landing)
     assert not s.run().failed
