@@ -168,16 +168,7 @@ def build_assets(settings: Settings) -> list[dg.AssetsDefinition]:
             **({f"slo_{k}": v for k, v in slo.to_record().items() if v is not None} if slo else {}),
         }
         if slo:
-            policy = pipeline.settings.slo
-            meta["service_levels"] = evidence.service_levels(
-                slo,
-                {
-                    "freshness": policy.freshness_minutes,
-                    "completeness": policy.completeness_pct,
-                    "duration": policy.duration_minutes,
-                    "availability": policy.availability_minutes,
-                },
-            )
+            meta["service_levels"] = evidence.service_levels(slo, pipeline.settings.slo)
         checks = [(context.partition_key, o) for o in result.checks]
         yield dg.MaterializeResult(
             asset_key="current_orders", metadata=meta, check_results=_results("current_orders", checks)

@@ -6,6 +6,7 @@ from typing import Any
 
 import dagster as dg
 
+from replay_assets.core.config import SloPolicy
 from replay_assets.core.slo import Slo
 from replay_assets.core.state import Counts
 
@@ -40,7 +41,7 @@ def controls(values: tuple[int, ...]) -> dg.MetadataValue:
     return dg.MetadataValue.md(_table(header, [values]))
 
 
-def service_levels(slo: Slo, targets: Mapping[str, float]) -> dg.MetadataValue:
+def service_levels(slo: Slo, policy: SloPolicy) -> dg.MetadataValue:
     def met(flag: bool | None) -> str:
         return "-" if flag is None else ("met" if flag else "**MISSED**")
 
@@ -48,25 +49,25 @@ def service_levels(slo: Slo, targets: Mapping[str, float]) -> dg.MetadataValue:
         (
             "freshness",
             f"{slo.freshness_minutes:g} min",
-            f"≤ {targets['freshness']:g} min",
+            f"≤ {policy.freshness_minutes:g} min",
             met(slo.freshness_met),
         ),
         (
             "completeness",
             f"{slo.completeness_pct:g} %",
-            f"≥ {targets['completeness']:g} %",
+            f"≥ {policy.completeness_pct:g} %",
             met(slo.completeness_met),
         ),
         (
             "duration",
             "-" if slo.duration_minutes is None else f"{slo.duration_minutes:g} min",
-            f"≤ {targets['duration']:g} min",
+            f"≤ {policy.duration_minutes:g} min",
             met(slo.duration_met),
         ),
         (
             "availability",
             f"{slo.availability_minutes:g} min",
-            f"≤ {targets['availability']:g} min",
+            f"≤ {policy.availability_minutes:g} min",
             met(slo.availability_met),
         ),
     ]

@@ -19,10 +19,16 @@ import datetime as dt
 import duckdb
 import polars as pl
 
-from replay_assets.core.events import ENVELOPE_REQUIRED, ValidationContext
+from replay_assets.core.events import (
+    CUSTOMER_IMAGE,
+    ENVELOPE_REQUIRED,
+    ID_PATTERN,
+    ORDER_IMAGE,
+    ValidationContext,
+)
 from replay_assets.storage.warehouse import query_frame
 
-ID_RE = r"[A-Za-z0-9][A-Za-z0-9_.|-]{0,79}"
+ID_RE = ID_PATTERN.pattern
 INT_MAX = 10**12
 # what the fast path looks at at all: starts an object, no escapes or control characters, and
 # no trailing comma (DuckDB's JSON reader accepts ``{"a":1,}``; Python's does not)
@@ -36,9 +42,8 @@ DATE_RE = r"[1-9][0-9]{3}-[0-9]{2}-[0-9]{2}"
 
 _TOP = ["event_id", "source_seq", "schema_version", "entity", "op", "version", "event_time", "after"]
 _KEY = ["order_id", "line_no", "customer_id"]
-_ORDER = ["order_id", "line_no", "store_id", "customer_id", "product_id", "business_date", "quantity"]
-_ORDER += ["amount_minor", "cost_minor", "status"]
-_IMAGE = [*_ORDER, "name", "segment"]
+_ORDER = list(ORDER_IMAGE)
+_IMAGE = [*_ORDER, *(c for c in CUSTOMER_IMAGE if c not in ORDER_IMAGE)]
 PATHS = [f"$.{n}" for n in _TOP] + [f"$.key.{n}" for n in _KEY] + [f"$.after.{n}" for n in _IMAGE]
 _AT = {name: i for i, name in enumerate([*_TOP, *(f"k_{n}" for n in _KEY), *(f"a_{n}" for n in _IMAGE)], 1)}
 
