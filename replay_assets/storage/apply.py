@@ -14,21 +14,18 @@ import polars as pl
 
 from replay_assets.core.aggregate import Controls, controls_of
 from replay_assets.core.errors import ErrorCode, ReplayError
-from replay_assets.core.fold import EVENT_SCHEMA, fold_frame
 from replay_assets.core.gate import CheckOutcome, all_passed, failures, outcome_from_record, outcome_record
 from replay_assets.core.plan import DatePlan
 from replay_assets.core.state import Counts
 from replay_assets.storage import certify, records
 from replay_assets.storage.state_io import (
-    committed_before,
     customers_as_of,
-    history_rows,
-    old_groups,
+    drop_fold,
     orders_as_of,
-    registry_for,
     snapshot_digest,
+    stage_fold,
 )
-from replay_assets.storage.warehouse import one, query_frame
+from replay_assets.storage.warehouse import one
 
 
 class Mode(enum.StrEnum):
@@ -70,20 +67,6 @@ def _mode(con: duckdb.DuckDBPyConnection, plan: DatePlan, sealed_ok: bool) -> Mo
     return Mode.VERIFY if row[0] == plan.identity else Mode.RESTATE
 
 
-def staged_events(con: duckdb.DuckDBPyConnection, plan: DatePlan) -> pl.DataFrame:
-    """The load date's valid events in application order, numbered by ``pos``."""
-    order = [b.batch_id for b in plan.batches]
-    frame = query_frame(
-        con,
-        """
-        SELECT s.* FROM staged_events s
-        WHERE list_contains(?, s.batch_id)
-        ORDER BY list_position(?, s.batch_id), s.source_file, s.line_number""",
-        [order, order],
-    )
-    return frame.with_row_index("pos").with_columns(pl.col("pos").cast(pl.Int64))
-
-
 def apply_load_date(
     con: duckdb.DuckDBPyConnection,
     plan: DatePlan,
@@ -95,24 +78,30 @@ def apply_load_date(
     """Fold the load date onto state as of the day before. Idempotent: the same input again
     verifies against stored history (REPLAY_HISTORY_DIVERGED if it differs) and writes nothing."""
     mode = _mode(con, plan, sealed_ok)
+    try:
+        stage_fold(con, [b.batch_id for b in plan.batches], plan.load_date)
+        return _apply_folded(con, plan, mode, first_date, run_id, now)
+    finally:
+        drop_fold(con)
+
+
+def _apply_folded(
+    con: duckdb.DuckDBPyConnection,
+    plan: DatePlan,
+    mode: Mode,
+    first_date: str,
+    run_id: str | None,
+    now: dt.datetime,
+) -> ApplyResult:
     day = plan.load_date
-    events = staged_events(con, plan)
-    committed = committed_before(con, events, day)
-    registry = registry_for(con, events, day)
-    folded = events.join(fold_frame(events.select(EVENT_SCHEMA.names()), committed, registry), on="pos")
-    counts = records.batch_counts(con, plan, folded)
-    violations = records.violations(con, plan, folded)
+    counts = records.batch_counts(con, plan)
+    violations = records.violations(con, plan)
     if violations.height:
         records.record_blocked(con, plan, violations, counts, now)
         reasons = tuple(violations["detail"].to_list()[:5])
         return ApplyResult(day, Mode.BLOCKED, counts, reasons=reasons)
-    winners = folded.filter(pl.col("winner"))
-    orders, customers = records.history_frames(winners, day)
     if mode == Mode.VERIFY:
-        same = history_rows(con, "order_history", day).equals(orders.drop("load_date")) and history_rows(
-            con, "customer_history", day
-        ).equals(customers.drop("load_date"))
-        if not same:
+        if not records.same_history(con, day):
             raise ReplayError(
                 ErrorCode.HISTORY_DIVERGED,
                 f"recomputing load date {day} from raw differs from stored history",
@@ -120,18 +109,17 @@ def apply_load_date(
         return _result(con, day, Mode.VERIFY, counts, (), first_date, run_id, now)
     if mode == Mode.RESTATE:
         records.undo_load_date(con, day, now)
-    groups = pl.concat([old_groups(con, winners, day), records.new_groups(winners)]).unique()
-    records.write_history(con, orders, customers)
-    records.register_events(con, folded, registry, day)
-    records.queue_groups(con, groups, day, now)
-    records.advance_watermarks(con, plan, folded, day)
+    dates = records.affected_groups(con)
+    history = records.write_history(con, day)
+    records.register_events(con, day)
+    groups = records.queue_groups(con, dates, day, now)
+    records.advance_watermarks(con, plan, day)
     records.write_reconciliation(con, plan, counts, "APPLIED")
     con.execute("INSERT OR REPLACE INTO load_dates VALUES (?, ?, ?, ?)", [day, plan.identity, now, run_id])
-    dates = tuple(sorted(set(groups["business_date"].to_list())))
-    result = _result(con, day, mode, counts, dates, first_date, run_id, now)
-    written = replace(result, rows_written=orders.height + customers.height + groups.height + len(counts))
+    result = _result(con, day, mode, counts, tuple(dates), first_date, run_id, now)
+    written = replace(result, rows_written=history + groups + len(counts))
     if result.status is Mode.FAILED:
-        return replace(written, candidate_rows=pl.concat([orders, customers], how="diagonal"))
+        return replace(written, candidate_rows=records.candidate_rows(con, day))
     return written
 
 

@@ -93,8 +93,6 @@ def land_batch(
             )
         return Landed(manifest.batch_id, 0, 0, 0, 0, new=False)
     base = {"batch_id": manifest.batch_id, "source": manifest.source, "load_date": manifest.load_date}
-    raw: list[pl.DataFrame] = []
-    staged: list[pl.DataFrame] = []
     rejected: list[dict[str, Any]] = []
     violations: list[dict[str, Any]] = []
     if manifest.schema_version != 1:
@@ -108,51 +106,88 @@ def land_batch(
                 "detail": "manifest schema_version is not 1",
             }
         )
+    events = 0
     for f in files:
-        present, fast, slow = _validate_file(con, f, ctx)
-        where = [pl.lit(v).alias(k) for k, v in {**base, "source_file": f.name}.items()]
-        raw.append(present.with_columns(where))
-        staged.append(fast.with_columns(where))
-        slow_staged = []
-        for number, line in slow.iter_rows():
-            where_row = {**base, "source_file": f.name, "line_number": number}
-            outcome = parse_event(line, ctx)
-            if isinstance(outcome, Event):
-                slow_staged.append(_staged_row(where_row, outcome))
-            elif isinstance(outcome, Rejection):
-                rejected.append(
-                    {
-                        **where_row,
-                        "event_id": outcome.event_id,
-                        "reason_code": outcome.reason.value,
-                        "detail": outcome.detail,
-                    }
-                )
-            else:
-                violations.append(_violation_row(where_row, outcome))
-        if slow_staged:
-            staged.append(pl.DataFrame(slow_staged, schema=STAGED_SCHEMA))
-    events = sum(frame.height for frame in raw)
-    _insert_all(con, manifest, events, raw, staged, rejected, violations, files, now)
+        where = {**base, "source_file": f.name}
+        for first, lines in f.chunks():
+            events += _land_chunk(con, where, first, lines, ctx, now, rejected, violations)
+    _insert_manifest(con, manifest, files, events, now)
+    if rejected:
+        insert_frame(con, "rejected_events", pl.DataFrame(rejected).drop("source"))
+    if violations:
+        frame = pl.DataFrame(violations, infer_schema_length=None).drop("source")
+        insert_frame(con, "batch_violations", frame.with_columns(pl.lit(now).alias("detected_at")))
     return Landed(
         manifest.batch_id, events, len(rejected), len(violations), sum(f.size for f in files), new=True
     )
 
 
-def _validate_file(
-    con: duckdb.DuckDBPyConnection, f: VerifiedFile, ctx: ValidationContext
-) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-    """Split a file's lines: the non-blank ones (``line_number, payload``), the events the
-    vectorised path certifies (staged columns) and the lines left to ``parse_event``."""
-    frame = pl.DataFrame({"line": f.lines()}, schema={"line": pl.String}).with_row_index("line_number", 1)
+def _land_chunk(
+    con: duckdb.DuckDBPyConnection,
+    where: dict[str, Any],
+    first: int,
+    lines: list[str],
+    ctx: ValidationContext,
+    now: dt.datetime,
+    rejected: list[dict[str, Any]],
+    violations: list[dict[str, Any]],
+) -> int:
+    """Land one chunk of a file's lines: raw receipts and the events the vectorised path
+    certifies go set-based from DuckDB to DuckDB; the other lines go through ``parse_event``.
+    Returns the number of source events (non-blank lines)."""
+    frame = pl.DataFrame({"line": lines}, schema={"line": pl.String}).with_row_index("line_number", first)
     frame = frame.with_columns(pl.col("line_number").cast(pl.Int64))
     is_candidate = validation.candidates(frame, ctx.max_line_bytes)
-    fast = validation.certify(con, frame.filter(is_candidate), ctx)
     others = frame.filter(~is_candidate)
     blank = [number for number, line in others.iter_rows() if not line.strip()]
     present = frame.filter(~pl.col("line_number").is_in(blank)) if blank else frame
-    slow = present.join(fast.select("line_number"), on="line_number", how="anti").sort("line_number")
-    return present.rename({"line": "payload"}), fast, slow
+    names = ["batch_id", "source", "load_date", "source_file"]
+    values = [where[n] for n in names]
+    con.register("_chunk", present)
+    con.register("_candidates", frame.filter(is_candidate))
+    try:
+        con.execute(
+            """INSERT INTO raw_receipts (batch_id, source, load_date, landed_at, source_file,
+                   line_number, payload_sha256, payload)
+               SELECT ?, ?, ?, ?, ?, line_number, sha256(line), line FROM _chunk""",
+            [*values[:3], now, values[3]],
+        )
+        validation.certify_into(con, ctx)
+        columns = ", ".join(c for c in STAGED_SCHEMA if c not in names)
+        con.execute(
+            f"""INSERT INTO staged_events ({", ".join(names)}, {columns})
+                SELECT ?, ?, ?, ?, {columns} FROM _certified""",
+            values,
+        )
+        slow = con.execute(
+            """SELECT line_number, line FROM _chunk ANTI JOIN _certified USING (line_number)
+               ORDER BY line_number"""
+        ).fetchall()
+    finally:
+        con.unregister("_chunk")
+        con.unregister("_candidates")
+        con.execute("DROP TABLE IF EXISTS _certified")
+    slow_staged = []
+    for number, line in slow:
+        where_row = {**where, "line_number": number}
+        outcome = parse_event(line, ctx)
+        if isinstance(outcome, Event):
+            slow_staged.append(_staged_row(where_row, outcome))
+        elif isinstance(outcome, Rejection):
+            rejected.append(
+                {
+                    **where_row,
+                    "event_id": outcome.event_id,
+                    "reason_code": outcome.reason.value,
+                    "detail": outcome.detail,
+                }
+            )
+        else:
+            violations.append(_violation_row(where_row, outcome))
+    if slow_staged:
+        frame = pl.DataFrame(slow_staged, schema=STAGED_SCHEMA)
+        insert_frame(con, "staged_events", frame.select(list(STAGED_SCHEMA)).cast(STAGED_SCHEMA))
+    return present.height
 
 
 def _violation_row(where: dict[str, Any], v: BatchViolation) -> dict[str, Any]:
@@ -185,15 +220,11 @@ def _staged_row(where: dict[str, Any], e: Event) -> dict[str, Any]:
     return row
 
 
-def _insert_all(
+def _insert_manifest(
     con: duckdb.DuckDBPyConnection,
     manifest: Manifest,
-    events: int,
-    raw: list[pl.DataFrame],
-    staged: list[pl.DataFrame],
-    rejected: list[dict[str, Any]],
-    violations: list[dict[str, Any]],
     files: Sequence[VerifiedFile],
+    events: int,
     now: dt.datetime,
 ) -> None:
     con.execute(
@@ -211,32 +242,6 @@ def _insert_all(
             now,
         ],
     )
-    for frame in raw:
-        if frame.height:
-            _insert_raw(con, frame, now)
-    for frame in staged:
-        if frame.height:
-            insert_frame(con, "staged_events", frame.select(list(STAGED_SCHEMA)).cast(STAGED_SCHEMA))
-    if rejected:
-        insert_frame(con, "rejected_events", pl.DataFrame(rejected).drop("source"))
-    if violations:
-        frame = pl.DataFrame(violations, infer_schema_length=None).drop("source")
-        insert_frame(con, "batch_violations", frame.with_columns(pl.lit(now).alias("detected_at")))
-
-
-def _insert_raw(con: duckdb.DuckDBPyConnection, frame: pl.DataFrame, now: dt.datetime) -> None:
-    """Raw receipts with their payload sha256 computed set-based (sha256 of the UTF-8 line)."""
-    con.register("_raw", frame)
-    try:
-        con.execute(
-            """INSERT INTO raw_receipts (batch_id, source, load_date, landed_at, source_file,
-                   line_number, payload_sha256, payload)
-               SELECT batch_id, source, load_date, ?, source_file, line_number, sha256(payload), payload
-               FROM _raw""",
-            [now],
-        )
-    finally:
-        con.unregister("_raw")
 
 
 def insert_frame(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame) -> None:

@@ -10,14 +10,15 @@ import datetime as dt
 import hashlib
 import io
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, BinaryIO
 
 import polars as pl
 
 from replay_assets.core.errors import ErrorCode, ReplayError
-from replay_assets.core.events import canonical_json, jsonl_lines
+from replay_assets.core.events import canonical_json
 from replay_assets.core.manifest import (
     MANIFEST_SUFFIX,
     FileFacts,
@@ -29,6 +30,9 @@ from replay_assets.core.manifest import (
     verify_file,
 )
 from replay_assets.core.plan import Delivery
+
+BLOCK_BYTES = 32 << 20  # read size when streaming a delivery file
+CHUNK_LINES = 200_000  # lines landed per statement: bounds memory whatever the file's size
 
 
 @dataclass(frozen=True)
@@ -102,38 +106,64 @@ class VerifiedFile:
     sha256: str
     size: int
 
-    def lines(self) -> list[str]:
-        """Every line, empty ones included, so numbers match the file; the content must still
-        be the verified one."""
-        data = self.path.read_bytes()
-        if hashlib.sha256(data).hexdigest() != self.sha256:
+    def chunks(self, size: int = CHUNK_LINES) -> Iterator[tuple[int, list[str]]]:
+        """Every line, empty ones included (so numbers match the file), as ``(number of the
+        first line, lines)`` of at most ``size`` lines, read as a stream; the content must still
+        be the verified one (checked when the last chunk is read, so a caller that fails on it
+        must discard what it did with the chunks)."""
+        digest = hashlib.sha256()
+        number = 1
+        with self.path.open("rb") as fh:
+            for lines in _line_blocks(self.name, fh, digest):
+                for start in range(0, len(lines), size):
+                    yield number, lines[start : start + size]
+                    number += len(lines[start : start + size])
+        if digest.hexdigest() != self.sha256:
             raise ReplayError(ErrorCode.NOT_READY, f"file {self.name} changed after it was verified")
-        return _lines_of(self.name, data)
+
+    def lines(self) -> list[str]:
+        return [line for _, chunk in self.chunks() for line in chunk]
 
 
-def _lines_of(name: str, data: bytes) -> list[str]:
-    return parquet_lines(data) if name.endswith(".parquet") else text_lines(data)
+def _line_blocks(name: str, fh: BinaryIO, digest: Any) -> Iterator[list[str]]:
+    """A file's lines in blocks of whole lines (text files are read ``BLOCK_BYTES`` at a time and
+    split after a newline, where no UTF-8 sequence can be cut), feeding ``digest`` as it reads."""
+    if name.endswith(".parquet"):
+        data = fh.read()
+        digest.update(data)
+        yield parquet_lines(data)
+        return
+    rest = b""
+    while block := fh.read(BLOCK_BYTES):
+        digest.update(block)
+        block = rest + block
+        cut = block.rfind(b"\n") + 1
+        rest = block[cut:]
+        if cut:
+            yield block[:cut].decode("utf-8", errors="replace").split("\n")[:-1]
+    if rest:
+        yield [rest.decode("utf-8", errors="replace")]
 
 
 def read_verified(folder: Path, manifest: Manifest) -> tuple[list[VerifiedFile], str | None]:
-    """Read and verify every file of a delivery; the second value is the first mismatch."""
+    """Read and verify every file of a delivery as a stream; the second value is the first
+    mismatch."""
     out = []
     for declared in manifest.files:
+        path = folder / declared.path
+        digest = hashlib.sha256()
+        events = 0
         try:
-            data = (folder / declared.path).read_bytes()
+            with path.open("rb") as fh:
+                for lines in _line_blocks(declared.path, fh, digest):
+                    events += sum(1 for line in lines if line[:1] == "{" or line.strip())
         except FileNotFoundError:
             return [], f"file {declared.path} is missing"
-        digest = hashlib.sha256(data).hexdigest()
-        events = sum(1 for line in _lines_of(declared.path, data) if line.strip())
-        problem = verify_file(declared, digest, events)
+        problem = verify_file(declared, digest.hexdigest(), events)
         if problem:
             return [], problem
-        out.append(VerifiedFile(declared.path, folder / declared.path, digest, len(data)))
+        out.append(VerifiedFile(declared.path, path, digest.hexdigest(), path.stat().st_size))
     return out, None
-
-
-def text_lines(data: bytes) -> list[str]:
-    return jsonl_lines(data.decode("utf-8", errors="replace"))
 
 
 def parquet_lines(data: bytes) -> list[str]:

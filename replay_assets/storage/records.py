@@ -1,4 +1,5 @@
-"""The writes of one load-date application, each a small set-based statement."""
+"""The writes of one load-date application, each a set-based statement over the temporary
+tables :func:`state_io.stage_fold` leaves (``_folded``, ``_committed``, ``_registry``)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from replay_assets.core.fold import Outcome
 from replay_assets.core.plan import DatePlan
 from replay_assets.core.state import Counts
 from replay_assets.storage.landing import insert_frame
-from replay_assets.storage.migrations import ORDER_COLUMNS
+from replay_assets.storage.migrations import CUSTOMER_COLUMNS, ORDER_COLUMNS
 from replay_assets.storage.status import Status, set_status
 from replay_assets.storage.warehouse import one, query_frame
 
@@ -25,7 +26,7 @@ def _batches(plan: DatePlan) -> list[str]:
     return [b.batch_id for b in plan.batches]
 
 
-def batch_counts(con: duckdb.DuckDBPyConnection, plan: DatePlan, folded: pl.DataFrame) -> dict[str, Counts]:
+def batch_counts(con: duckdb.DuckDBPyConnection, plan: DatePlan) -> dict[str, Counts]:
     """Reconciliation per batch (SPEC 3.5) from landing facts and the fold's outcomes."""
     landed = dict(
         con.execute(
@@ -38,8 +39,8 @@ def batch_counts(con: duckdb.DuckDBPyConnection, plan: DatePlan, folded: pl.Data
             [_batches(plan)],
         ).fetchall()
     )
-    tally = folded.group_by("batch_id", "outcome").len()
-    outcome = {(r["batch_id"], r["outcome"]): r["len"] for r in tally.iter_rows(named=True)}
+    tally = con.execute("SELECT batch_id, outcome, count(*) FROM _folded GROUP BY ALL").fetchall()
+    outcome = {(b, o): int(n) for b, o, n in tally}
     return {
         b: Counts(
             int(landed.get(b, 0)),
@@ -52,7 +53,7 @@ def batch_counts(con: duckdb.DuckDBPyConnection, plan: DatePlan, folded: pl.Data
     }
 
 
-def violations(con: duckdb.DuckDBPyConnection, plan: DatePlan, folded: pl.DataFrame) -> pl.DataFrame:
+def violations(con: duckdb.DuckDBPyConnection, plan: DatePlan) -> pl.DataFrame:
     """Schema-gate violations found at landing plus the fold's contract violations."""
     gate = query_frame(
         con,
@@ -61,15 +62,14 @@ def violations(con: duckdb.DuckDBPyConnection, plan: DatePlan, folded: pl.DataFr
         WHERE list_contains(?, batch_id) AND rule = ?""",
         [_batches(plan), Violation.UNSUPPORTED_SCHEMA_VERSION.value],
     )
-    fold = folded.filter(pl.col("outcome") == VIOLATION).select(
-        "batch_id",
-        "source_file",
-        "line_number",
-        "event_id",
-        "rule",
-        pl.format("{} at event {} ({} line {})", "rule", "event_id", "source_file", "line_number").alias(
-            "detail"
-        ),
+    fold = query_frame(
+        con,
+        """
+        SELECT batch_id, source_file, line_number, event_id, rule,
+            rule || ' at event ' || event_id || ' (' || source_file || ' line ' || line_number || ')'
+                AS detail
+        FROM _folded WHERE outcome = ? ORDER BY pos""",
+        [VIOLATION],
     )
     return pl.concat([gate.cast(fold.schema), fold]) if gate.height else fold
 
@@ -107,38 +107,52 @@ def record_blocked(
     set_status(con, "current_orders", [plan.load_date], Status.BLOCKED, reason, now)
 
 
-def history_frames(winners: pl.DataFrame, day: str) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """History rows (one per changed key) in table column order, sorted by key."""
-    deleted = pl.col("op") == "delete"
-    orders = (
-        winners.filter(pl.col("entity") == "order_line")
-        .with_columns(
-            *[pl.when(deleted).then(None).otherwise(pl.col(c)).alias(c) for c in BUSINESS_FIELDS],
-            pl.when(deleted).then(pl.lit("deleted")).otherwise(pl.col("status")).alias("status"),
-            pl.lit(day).alias("load_date"),
-        )
-        .select(*ORDER_COLUMNS, "version", "source_seq", "image_sha256", "load_date")
-        .sort("order_id", "line_no")
-    )
-    customers = (
-        winners.filter(pl.col("entity") == "customer")
-        .with_columns(
-            *[pl.when(deleted).then(None).otherwise(pl.col(c)).alias(c) for c in ("name", "segment")],
-            pl.when(deleted).then(pl.lit("deleted")).otherwise(pl.lit("active")).alias("status"),
-            pl.lit(day).alias("load_date"),
-        )
-        .select(
-            "customer_id", "name", "segment", "status", "version", "source_seq", "image_sha256", "load_date"
-        )
-        .sort("customer_id")
-    )
-    return orders, customers
+_ORDER_HISTORY = f"""
+    SELECT order_id, line_no,
+        {", ".join(f"CASE WHEN op = 'delete' THEN NULL ELSE {c} END" for c in BUSINESS_FIELDS)},
+        CASE WHEN op = 'delete' THEN 'deleted' ELSE status END,
+        version, source_seq, image_sha256, $day
+    FROM _folded WHERE winner AND entity = 'order_line'"""
+_CUSTOMER_HISTORY = """
+    SELECT customer_id,
+        CASE WHEN op = 'delete' THEN NULL ELSE name END,
+        CASE WHEN op = 'delete' THEN NULL ELSE segment END,
+        CASE WHEN op = 'delete' THEN 'deleted' ELSE 'active' END,
+        version, source_seq, image_sha256, $day
+    FROM _folded WHERE winner AND entity = 'customer'"""
+_HISTORY = {"order_history": _ORDER_HISTORY, "customer_history": _CUSTOMER_HISTORY}
 
 
-def new_groups(winners: pl.DataFrame) -> pl.DataFrame:
-    return winners.filter((pl.col("entity") == "order_line") & (pl.col("op") == "upsert")).select(
-        "business_date", "store_id"
-    )
+def same_history(con: duckdb.DuckDBPyConnection, day: str) -> bool:
+    """Whether the folded winners are exactly the history rows the load date wrote."""
+    for table, rows in _HISTORY.items():
+        stored = f"SELECT * FROM {table} WHERE load_date = $day"
+        differ = one(
+            con,
+            f"SELECT count(*) FROM (({stored} EXCEPT ALL {rows}) UNION ALL ({rows} EXCEPT ALL {stored}))",
+            {"day": day},
+        )
+        if differ is None or differ[0]:
+            return False
+    return True
+
+
+def affected_groups(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """The (business_date, store_id) groups the winners leave (their previous images) and join,
+    into ``_groups``; returns the affected business dates."""
+    con.execute("""
+        CREATE OR REPLACE TEMP TABLE _groups AS
+        SELECT DISTINCT business_date, store_id FROM (
+            SELECT business_date, store_id FROM _folded
+            WHERE winner AND entity = 'order_line' AND op = 'upsert'
+            UNION ALL
+            SELECT c.business_date, c.store_id FROM _committed c
+            SEMI JOIN _folded w ON w.winner AND w.entity = c.entity AND w.key = c.key
+            WHERE c.entity = 'order_line')
+        WHERE business_date IS NOT NULL AND store_id IS NOT NULL""")
+    return [
+        str(r[0]) for r in con.execute("SELECT DISTINCT business_date FROM _groups ORDER BY 1").fetchall()
+    ]
 
 
 def undo_load_date(con: duckdb.DuckDBPyConnection, day: str, now: dt.datetime) -> None:
@@ -150,61 +164,67 @@ def undo_load_date(con: duckdb.DuckDBPyConnection, day: str, now: dt.datetime) -
         con.execute(f"DELETE FROM {table} WHERE load_date = ?", [day])
 
 
-def write_history(con: duckdb.DuckDBPyConnection, orders: pl.DataFrame, customers: pl.DataFrame) -> None:
-    if orders.height:
-        insert_frame(con, "order_history", orders)
-    if customers.height:
-        insert_frame(con, "customer_history", customers)
+def write_history(con: duckdb.DuckDBPyConnection, day: str) -> int:
+    """The winners as history rows of the load date; returns the rows written."""
+    written = 0
+    for table, rows in _HISTORY.items():
+        con.execute(f"INSERT INTO {table} {rows}", {"day": day})
+        counted = one(con, f"SELECT count(*) FROM ({rows})", {"day": day})
+        written += int(counted[0]) if counted else 0
+    return written
 
 
-def register_events(
-    con: duckdb.DuckDBPyConnection, folded: pl.DataFrame, registry: pl.DataFrame, day: str
-) -> None:
+def candidate_rows(con: duckdb.DuckDBPyConnection, day: str) -> pl.DataFrame:
+    """The history rows a candidate would write (kept as Parquet when it fails the gate)."""
+    orders = query_frame(con, _ORDER_HISTORY.replace("$day", "?"), [day])
+    customers = query_frame(con, _CUSTOMER_HISTORY.replace("$day", "?"), [day])
+    orders.columns = [*ORDER_COLUMNS, "version", "source_seq", "image_sha256", "load_date"]
+    customers.columns = [*CUSTOMER_COLUMNS, "version", "source_seq", "image_sha256", "load_date"]
+    return pl.concat([orders, customers], how="diagonal")
+
+
+def register_events(con: duckdb.DuckDBPyConnection, day: str) -> None:
     """Remember every event id the load date carried, so a replay is a duplicate."""
-    fresh = (
-        folded.filter(pl.col("outcome") != VIOLATION)
-        .sort("pos")
-        .unique(["source", "event_id"], keep="first")
-        .join(registry.select("source", "event_id"), on=["source", "event_id"], how="anti")
-        .select("source", "event_id", "source_seq", "content_sha256", pl.lit(day).alias("load_date"))
+    con.execute(
+        """
+        INSERT INTO event_registry
+        SELECT source, event_id, source_seq, content_sha256, ? FROM (
+            SELECT source, event_id, source_seq, content_sha256 FROM _folded WHERE outcome <> ?
+            QUALIFY row_number() OVER (PARTITION BY source, event_id ORDER BY pos) = 1) f
+        ANTI JOIN _registry r USING (source, event_id)""",
+        [day, VIOLATION],
     )
-    if fresh.height:
-        insert_frame(con, "event_registry", fresh)
 
 
-def queue_groups(con: duckdb.DuckDBPyConnection, groups: pl.DataFrame, day: str, now: dt.datetime) -> None:
-    """Durably queue the affected (business_date, store_id) groups, old and new images."""
-    if not groups.height:
-        return
-    con.register("_groups", groups)
-    try:
-        con.execute(
-            """
-            INSERT INTO restatement_queue
-            SELECT business_date, store_id, ?, ?, NULL FROM _groups
-            ON CONFLICT (business_date, store_id, load_date)
-            DO UPDATE SET released_at = NULL, queued_at = excluded.queued_at""",
-            [day, now],
+def queue_groups(con: duckdb.DuckDBPyConnection, dates: list[str], day: str, now: dt.datetime) -> int:
+    """Durably queue the affected groups of ``_groups``, old and new images; returns their number."""
+    con.execute(
+        """
+        INSERT INTO restatement_queue
+        SELECT business_date, store_id, ?, ?, NULL FROM _groups
+        ON CONFLICT (business_date, store_id, load_date)
+        DO UPDATE SET released_at = NULL, queued_at = excluded.queued_at""",
+        [day, now],
+    )
+    if dates:
+        set_status(
+            con,
+            "daily_aggregates",
+            dates,
+            Status.PENDING_RESTATEMENT,
+            f"load date {day} changed this business date",
+            now,
         )
-    finally:
-        con.unregister("_groups")
-    dates = sorted(set(groups["business_date"].to_list()))
-    set_status(
-        con,
-        "daily_aggregates",
-        dates,
-        Status.PENDING_RESTATEMENT,
-        f"load date {day} changed this business date",
-        now,
-    )
+    counted = one(con, "SELECT count(*) FROM _groups")
+    return int(counted[0]) if counted else 0
 
 
-def advance_watermarks(
-    con: duckdb.DuckDBPyConnection, plan: DatePlan, folded: pl.DataFrame, day: str
-) -> None:
+def advance_watermarks(con: duckdb.DuckDBPyConnection, plan: DatePlan, day: str) -> None:
     """Monotone per source: the declared slice high, or the highest committed source_seq."""
-    seen = folded.filter(pl.col("outcome") != VIOLATION).group_by("source").agg(pl.col("source_seq").max())
-    highest = dict(seen.iter_rows())
+    seen = con.execute(
+        "SELECT source, max(source_seq) FROM _folded WHERE outcome <> ? GROUP BY 1", [VIOLATION]
+    ).fetchall()
+    highest = dict(seen)
     for source in sorted({d.source for d in plan.batches}):
         declared = one(
             con,

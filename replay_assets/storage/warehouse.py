@@ -112,7 +112,7 @@ def query_frame(con: duckdb.DuckDBPyConnection, sql: str, params: list[object] |
 
 
 def one(
-    con: duckdb.DuckDBPyConnection, sql: str, params: list[object] | None = None
+    con: duckdb.DuckDBPyConnection, sql: str, params: list[object] | dict[str, object] | None = None
 ) -> tuple[Any, ...] | None:
     """The first row or None. Fetches the whole result: duckdb 2.0 refuses further work on a
     connection while an ``execute()`` result is only partly fetched."""
