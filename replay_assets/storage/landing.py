@@ -25,7 +25,8 @@ from replay_assets.core.events import (
 )
 from replay_assets.core.manifest import Manifest
 from replay_assets.storage import validation
-from replay_assets.storage.landing_area import VerifiedFile
+from replay_assets.storage.landing_area import DeliveryFile
+from replay_assets.storage.prefetch import Chunk, hashed_chunks
 from replay_assets.storage.warehouse import one
 
 STAGED_IMAGE = (*ORDER_IMAGE, *(c for c in CUSTOMER_IMAGE if c not in ORDER_IMAGE))
@@ -79,7 +80,7 @@ def landed_sha(con: duckdb.DuckDBPyConnection, batch_id: str) -> str | None:
 def land_batch(
     con: duckdb.DuckDBPyConnection,
     manifest: Manifest,
-    files: Sequence[VerifiedFile],
+    files: Sequence[DeliveryFile],
     ctx: ValidationContext,
     now: dt.datetime,
 ) -> Landed:
@@ -109,8 +110,8 @@ def land_batch(
     events = 0
     for f in files:
         where = {**base, "source_file": f.name}
-        for first, lines in f.chunks():
-            events += _land_chunk(con, where, first, lines, ctx, now, rejected, violations)
+        for chunk in hashed_chunks(f.chunks()):
+            events += _land_chunk(con, where, chunk, ctx, now, rejected, violations)
     _insert_manifest(con, manifest, files, events, now)
     if rejected:
         insert_frame(con, "rejected_events", pl.DataFrame(rejected).drop("source"))
@@ -125,8 +126,7 @@ def land_batch(
 def _land_chunk(
     con: duckdb.DuckDBPyConnection,
     where: dict[str, Any],
-    first: int,
-    lines: list[str],
+    chunk: Chunk,
     ctx: ValidationContext,
     now: dt.datetime,
     rejected: list[dict[str, Any]],
@@ -135,21 +135,23 @@ def _land_chunk(
     """Land one chunk of a file's lines: raw receipts and the events the vectorised path
     certifies go set-based from DuckDB to DuckDB; the other lines go through ``parse_event``.
     Returns the number of source events (non-blank lines)."""
-    frame = pl.DataFrame({"line": lines}, schema={"line": pl.String}).with_row_index("line_number", first)
+    frame = pl.DataFrame(
+        {"line": chunk.lines, "sha256": chunk.sha256}, schema={"line": pl.String, "sha256": pl.String}
+    ).with_row_index("line_number", chunk.first)
     frame = frame.with_columns(pl.col("line_number").cast(pl.Int64))
     is_candidate = validation.candidates(frame, ctx.max_line_bytes)
     others = frame.filter(~is_candidate)
-    blank = [number for number, line in others.iter_rows() if not line.strip()]
+    blank = [number for number, line in others.select("line_number", "line").iter_rows() if not line.strip()]
     present = frame.filter(~pl.col("line_number").is_in(blank)) if blank else frame
     names = ["batch_id", "source", "load_date", "source_file"]
     values = [where[n] for n in names]
     con.register("_chunk", present)
-    con.register("_candidates", frame.filter(is_candidate))
+    con.register("_candidates", frame.filter(is_candidate).select("line_number", "line"))
     try:
         con.execute(
             """INSERT INTO raw_receipts (batch_id, source, load_date, landed_at, source_file,
                    line_number, payload_sha256, payload)
-               SELECT ?, ?, ?, ?, ?, line_number, sha256(line), line FROM _chunk""",
+               SELECT ?, ?, ?, ?, ?, line_number, sha256, line FROM _chunk""",
             [*values[:3], now, values[3]],
         )
         validation.certify_into(con, ctx)
@@ -223,7 +225,7 @@ def _staged_row(where: dict[str, Any], e: Event) -> dict[str, Any]:
 def _insert_manifest(
     con: duckdb.DuckDBPyConnection,
     manifest: Manifest,
-    files: Sequence[VerifiedFile],
+    files: Sequence[DeliveryFile],
     events: int,
     now: dt.datetime,
 ) -> None:

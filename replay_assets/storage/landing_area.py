@@ -10,14 +10,13 @@ import datetime as dt
 import hashlib
 import io
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
 import polars as pl
 
-from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.events import canonical_json
 from replay_assets.core.manifest import (
     MANIFEST_SUFFIX,
@@ -25,6 +24,7 @@ from replay_assets.core.manifest import (
     Limits,
     Manifest,
     ManifestError,
+    ManifestFile,
     cheap_readiness,
     parse_manifest,
     verify_file,
@@ -96,33 +96,53 @@ def to_delivery(seen: Seen, now: dt.datetime, limits: Limits) -> Delivery:
     )
 
 
+class DeliveryMismatch(Exception):
+    """A delivery file that is missing or does not match its manifest (names the file)."""
+
+
 @dataclass(frozen=True)
-class VerifiedFile:
-    """A delivery file whose sha256 and event count matched its manifest. Its lines are read
-    again when it lands, so a load date holds one file's lines at a time, never all of them."""
+class DeliveryFile:
+    """One file of a delivery, read once as a stream when it lands: a load date holds one chunk
+    of lines at a time, never a whole file, and the sha256 and event count are checked in the
+    same pass."""
 
-    name: str
+    declared: ManifestFile
     path: Path
-    sha256: str
-    size: int
 
-    def chunks(self, size: int = CHUNK_LINES) -> Iterator[tuple[int, list[str]]]:
+    @property
+    def name(self) -> str:
+        return self.declared.path
+
+    @property
+    def size(self) -> int:
+        return self.path.stat().st_size
+
+    def chunks(self, size: int = CHUNK_LINES) -> Generator[tuple[int, list[str]], None, None]:
         """Every line, empty ones included (so numbers match the file), as ``(number of the
-        first line, lines)`` of at most ``size`` lines, read as a stream; the content must still
-        be the verified one (checked when the last chunk is read, so a caller that fails on it
-        must discard what it did with the chunks)."""
+        first line, lines)`` of at most ``size`` lines. After the last chunk the file is verified
+        against its manifest; a mismatch raises :class:`DeliveryMismatch`, so the caller must
+        discard what it did with the chunks (the landing transaction rolls back)."""
         digest = hashlib.sha256()
-        number = 1
-        with self.path.open("rb") as fh:
-            for lines in _line_blocks(self.name, fh, digest):
-                for start in range(0, len(lines), size):
-                    yield number, lines[start : start + size]
-                    number += len(lines[start : start + size])
-        if digest.hexdigest() != self.sha256:
-            raise ReplayError(ErrorCode.NOT_READY, f"file {self.name} changed after it was verified")
+        number, events = 1, 0
+        try:
+            with self.path.open("rb") as fh:
+                for lines in _line_blocks(self.name, fh, digest):
+                    events += sum(1 for line in lines if line[:1] == "{" or line.strip())
+                    for start in range(0, len(lines), size):
+                        yield number, lines[start : start + size]
+                        number += len(lines[start : start + size])
+        except FileNotFoundError as missing:
+            raise DeliveryMismatch(f"file {self.name} is missing") from missing
+        problem = verify_file(self.declared, digest.hexdigest(), events)
+        if problem:
+            raise DeliveryMismatch(problem)
 
     def lines(self) -> list[str]:
         return [line for _, chunk in self.chunks() for line in chunk]
+
+
+def delivery_files(folder: Path, manifest: Manifest) -> list[DeliveryFile]:
+    return [DeliveryFile(declared, folder / declared.path) for declared in manifest.files]
 
 
 def _line_blocks(name: str, fh: BinaryIO, digest: Any) -> Iterator[list[str]]:
@@ -143,27 +163,6 @@ def _line_blocks(name: str, fh: BinaryIO, digest: Any) -> Iterator[list[str]]:
             yield block[:cut].decode("utf-8", errors="replace").split("\n")[:-1]
     if rest:
         yield [rest.decode("utf-8", errors="replace")]
-
-
-def read_verified(folder: Path, manifest: Manifest) -> tuple[list[VerifiedFile], str | None]:
-    """Read and verify every file of a delivery as a stream; the second value is the first
-    mismatch."""
-    out = []
-    for declared in manifest.files:
-        path = folder / declared.path
-        digest = hashlib.sha256()
-        events = 0
-        try:
-            with path.open("rb") as fh:
-                for lines in _line_blocks(declared.path, fh, digest):
-                    events += sum(1 for line in lines if line[:1] == "{" or line.strip())
-        except FileNotFoundError:
-            return [], f"file {declared.path} is missing"
-        problem = verify_file(declared, digest.hexdigest(), events)
-        if problem:
-            return [], problem
-        out.append(VerifiedFile(declared.path, path, digest.hexdigest(), path.stat().st_size))
-    return out, None
 
 
 def parquet_lines(data: bytes) -> list[str]:
@@ -235,10 +234,19 @@ def write_delivery(
 
 def atomic_write(path: Path, data: bytes) -> None:
     """Temp file, fsync, rename, fsync the folder: a reader sees the old file or the new one."""
-    tmp = path.with_name(f".{path.name}.tmp")
+    tmp = temp_path(path)
     with open(tmp, "wb") as fh:
         fh.write(data)
-        fh.flush()
+    atomic_replace(tmp, path)
+
+
+def temp_path(path: Path) -> Path:
+    return path.with_name(f".{path.name}.tmp")
+
+
+def atomic_replace(tmp: Path, path: Path) -> None:
+    """Make a fully written ``tmp`` durable, then rename it over ``path`` and fsync the folder."""
+    with open(tmp, "rb+") as fh:
         os.fsync(fh.fileno())
     os.replace(tmp, path)
     dir_fd = os.open(path.parent, os.O_RDONLY)

@@ -80,48 +80,50 @@ class Pipeline:
             return self._decide(con)[0]
 
     def land(self, load_date: str, run_id: str | None = None) -> list[Landed]:
-        """Verify every active batch of the load date (sha256, counts), then land them all; a
-        mismatch records BLOCKED_UPSTREAM naming the file and lands nothing."""
+        """Land every active batch of the load date, each file read once as a stream and checked
+        against its manifest (sha256, counts) in the same pass; a mismatch rolls everything back,
+        records BLOCKED_UPSTREAM naming the file and lands nothing."""
+        try:
+            with self.warehouse.transaction() as con:
+                decision, by_batch = self._decide(con)
+                plan = _plan_for(decision, load_date)
+                if plan.status not in APPLICABLE:
+                    raise ReplayError(
+                        ErrorCode.NOT_READY, f"load date {load_date} is {plan.status}: {plan.reason}"
+                    )
+                return [self._land_batch(con, by_batch[d.batch_id], load_date, run_id) for d in plan.batches]
+        except landing_area.DeliveryMismatch as mismatch:
+            problem = str(mismatch)
         with self.warehouse.transaction() as con:
-            decision, by_batch = self._decide(con)
-            plan = _plan_for(decision, load_date)
-            if plan.status not in APPLICABLE:
-                raise ReplayError(
-                    ErrorCode.NOT_READY, f"load date {load_date} is {plan.status}: {plan.reason}"
-                )
-            verified = []
-            for delivery in plan.batches:
-                manifest = by_batch[delivery.batch_id].manifest
-                assert manifest is not None
-                files, problem = landing_area.read_verified(by_batch[delivery.batch_id].path.parent, manifest)
-                if problem:
-                    problem = f"batch {delivery.batch_id}: {problem}"
-                    record_attempt(con, plan, Status.BLOCKED_UPSTREAM, problem, self.now())
-                    break
-                verified.append((manifest, files))
-            else:
-                landed = []
-                for manifest, files in verified:
-                    with measure() as cost:
-                        batch = land_batch(
-                            con, manifest, files, self.validation_context(manifest), self.now()
-                        )
-                    landed.append(batch)
-                    if batch.new:
-                        record_cost(
-                            con,
-                            run_id,
-                            "land",
-                            load_date,
-                            cost,
-                            batch.batch_id,
-                            batch.source_events,
-                            batch.bytes_read,
-                            2 * batch.source_events,
-                            self.now(),
-                        )
-                return landed
+            decision, _ = self._decide(con)
+            record_attempt(con, _plan_for(decision, load_date), Status.BLOCKED_UPSTREAM, problem, self.now())
         raise ReplayError(ErrorCode.NOT_READY, f"load date {load_date}: {problem}")
+
+    def _land_batch(
+        self, con: duckdb.DuckDBPyConnection, seen: landing_area.Seen, load_date: str, run_id: str | None
+    ) -> Landed:
+        manifest = seen.manifest
+        assert manifest is not None
+        files = landing_area.delivery_files(seen.path.parent, manifest)
+        try:
+            with measure() as cost:
+                batch = land_batch(con, manifest, files, self.validation_context(manifest), self.now())
+        except landing_area.DeliveryMismatch as mismatch:
+            raise landing_area.DeliveryMismatch(f"batch {manifest.batch_id}: {mismatch}") from mismatch
+        if batch.new:
+            record_cost(
+                con,
+                run_id,
+                "land",
+                load_date,
+                cost,
+                batch.batch_id,
+                batch.source_events,
+                batch.bytes_read,
+                2 * batch.source_events,
+                self.now(),
+            )
+        return batch
 
     def validation_context(self, manifest: Manifest) -> ValidationContext:
         return ValidationContext(

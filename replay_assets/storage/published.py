@@ -8,16 +8,13 @@ a reader mid-scan keeps the file it opened.
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 
 import duckdb
-import polars as pl
 
 from replay_assets.storage.certify import pointer
-from replay_assets.storage.landing_area import atomic_write
-from replay_assets.storage.warehouse import query_frame
+from replay_assets.storage.landing_area import atomic_replace, atomic_write, temp_path
 
 VIEWS_VERSION = 1
 AGGREGATES_SQL = """SELECT * FROM daily_aggregates WHERE CAST(business_date AS VARCHAR) = ?"""
@@ -26,11 +23,13 @@ LATEST_AGGREGATE_VERSIONS = """
     WHERE asset = 'daily_aggregates' GROUP BY 1"""
 
 
-def _write(path: Path, frame: pl.DataFrame) -> None:
-    buffer = io.BytesIO()
-    frame.write_parquet(buffer)
+def _export(con: duckdb.DuckDBPyConnection, path: Path, sql: str, params: list[object] | None = None) -> None:
+    """A query's rows as a Parquet file, written by DuckDB as a stream (never whole in Python),
+    to a temp name, fsynced and renamed."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, buffer.getvalue())
+    tmp = temp_path(path)
+    con.sql(sql, params=params or []).write_parquet(str(tmp))
+    atomic_replace(tmp, path)
 
 
 def refresh(con: duckdb.DuckDBPyConnection, home: Path) -> list[str]:
@@ -43,19 +42,16 @@ def refresh(con: duckdb.DuckDBPyConnection, home: Path) -> list[str]:
     current = pointer(con)
     if current is not None and done["current"] != current + _snapshot(con, current):
         for table, macro in (("current_orders", "orders_as_of"), ("current_customers", "customers_as_of")):
-            _write(root / f"{table}.parquet", query_frame(con, f"SELECT * FROM {macro}(?)", [current]))
+            _export(con, root / f"{table}.parquet", f"SELECT * FROM {macro}(?)", [current])
             written.append(f"{table}.parquet")
         done["current"] = current + _snapshot(con, current)
     for key, version in con.execute(LATEST_AGGREGATE_VERSIONS).fetchall():
         if done["aggregates"].get(key) != version:
-            _write(
-                root / "daily_aggregates" / f"business_date={key}.parquet",
-                query_frame(con, AGGREGATES_SQL, [key]),
-            )
+            _export(con, root / "daily_aggregates" / f"business_date={key}.parquet", AGGREGATES_SQL, [key])
             done["aggregates"][key] = version
             written.append(f"daily_aggregates/business_date={key}.parquet")
     if written or not (root / "publications.parquet").exists():
-        _write(root / "publications.parquet", query_frame(con, "SELECT * FROM publications ORDER BY ALL"))
+        _export(con, root / "publications.parquet", "SELECT * FROM publications ORDER BY ALL")
         _ensure_placeholders(con, root)
         atomic_write(state_path, json.dumps(done, sort_keys=True).encode())
     _ensure_views(home, root)
@@ -76,7 +72,7 @@ def _ensure_placeholders(con: duckdb.DuckDBPyConnection, root: Path) -> None:
     }
     for name, sql in empty.items():
         if not (root / name).exists():
-            _write(root / name, query_frame(con, sql))
+            _export(con, root / name, sql)
 
 
 def _ensure_views(home: Path, root: Path) -> None:

@@ -1,0 +1,54 @@
+"""Reading ahead: the next chunk of a delivery file is read, split and hashed in a worker thread
+while the current one lands (DuckDB releases the GIL while it executes), so the two cores share
+the work. At most one chunk waits; an error in the reader is raised in the consumer."""
+
+from __future__ import annotations
+
+import hashlib
+import queue
+import threading
+from collections.abc import Generator, Iterator
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Chunk:
+    first: int  # number of the first line
+    lines: list[str]
+    sha256: list[str]  # sha256 of each line's UTF-8 bytes
+
+
+class _Done:
+    pass
+
+
+def hashed_chunks(chunks: Generator[tuple[int, list[str]], None, None]) -> Iterator[Chunk]:
+    """``chunks`` read one ahead in a thread, each line with its sha256."""
+    ready: queue.Queue[Chunk | BaseException | _Done] = queue.Queue(maxsize=1)
+    stop = threading.Event()
+
+    def read() -> None:
+        try:
+            for first, lines in chunks:
+                ready.put(Chunk(first, lines, [hashlib.sha256(s.encode()).hexdigest() for s in lines]))
+                if stop.is_set():
+                    chunks.close()
+                    return
+            ready.put(_Done())
+        except BaseException as error:  # handed to the consumer, which raises it
+            ready.put(error)
+
+    worker = threading.Thread(target=read, name="replay-prefetch", daemon=True)
+    worker.start()
+    try:
+        while not isinstance(item := ready.get(), _Done):
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        try:  # unblock a reader waiting to hand over a chunk nobody will take
+            ready.get_nowait()
+        except queue.Empty:
+            pass
+        worker.join()
