@@ -31,7 +31,7 @@ from replay_assets.core.manifest import (
 )
 from replay_assets.core.plan import Delivery
 
-BLOCK_BYTES = 32 << 20  # read size when streaming a delivery file
+BLOCK_BYTES = 16 << 20  # read size when streaming a delivery file
 CHUNK_LINES = 200_000  # lines landed per statement: bounds memory whatever the file's size
 
 
@@ -124,13 +124,17 @@ class DeliveryFile:
         discard what it did with the chunks (the landing transaction rolls back)."""
         digest = hashlib.sha256()
         number, events = 1, 0
+        pending: list[str] = []
         try:
             with self.path.open("rb") as fh:
                 for lines in _line_blocks(self.name, fh, digest):
                     events += sum(1 for line in lines if line[:1] == "{" or line.strip())
-                    for start in range(0, len(lines), size):
-                        yield number, lines[start : start + size]
-                        number += len(lines[start : start + size])
+                    pending += lines
+                    while len(pending) >= size:
+                        yield number, pending[:size]
+                        number, pending = number + size, pending[size:]
+                if pending:
+                    yield number, pending
         except FileNotFoundError as missing:
             raise DeliveryMismatch(f"file {self.name} is missing") from missing
         problem = verify_file(self.declared, digest.hexdigest(), events)

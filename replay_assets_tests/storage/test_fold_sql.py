@@ -14,7 +14,9 @@ from replay_assets_tests.core.test_fold_equivalence import as_frames, fold_input
 def sql_fold(events: list[FoldInput], committed: dict, registry: dict) -> pl.DataFrame:
     con = duckdb.connect()
     try:
-        for name, frame in zip(("_events", "_committed", "_registry"), as_frames(events, committed, registry)):
+        for name, frame in zip(
+            ("_events", "_committed", "_registry"), as_frames(events, committed, registry), strict=True
+        ):
             con.register(name, frame)
         fold_into(con)
         return con.sql("SELECT pos, outcome, rule, winner FROM _fold ORDER BY pos").pl()
@@ -26,7 +28,9 @@ def sql_fold(events: list[FoldInput], committed: dict, registry: dict) -> pl.Dat
 @given(fold_inputs())
 def test_sql_fold_equals_oracle(case: tuple[list[FoldInput], dict, dict]) -> None:
     events, committed, registry = case
-    assert frame_to_result(sql_fold(events, committed, registry)) == fold_reference(events, committed, registry)
+    assert frame_to_result(sql_fold(events, committed, registry)) == fold_reference(
+        events, committed, registry
+    )
 
 
 def test_sql_fold_fences_stale_and_picks_the_highest_version() -> None:
