@@ -16,59 +16,59 @@ import duckdb
 from replay_assets.core.errors import Violation
 from replay_assets.core.fold import Outcome
 
+# Grouped aggregates joined back rather than window functions: a window sorts every partition
+# with its payload, a hash aggregate does not (about 2x faster on a 1M-event load date).
 _SQL = """
 CREATE OR REPLACE TEMP TABLE _fold AS
-WITH firsts AS (
-    SELECT pos, source, event_id, source_seq, entity, key, version, content_sha256, image_sha256,
-        arg_min(content_sha256, pos) OVER (PARTITION BY source, event_id) AS id_first,
-        pos = min(pos) OVER (PARTITION BY source, event_id) AS is_first_id,
-        arg_min(content_sha256, pos) OVER (PARTITION BY source, source_seq) AS seq_first
-    FROM _events
+WITH ids AS (
+    SELECT source, event_id, arg_min(content_sha256, pos) AS id_first, min(pos) AS id_pos
+    FROM _events GROUP BY ALL
+), seqs AS (
+    SELECT source, source_seq, arg_min(content_sha256, pos) AS seq_first FROM _events GROUP BY ALL
 ), joined AS (
-    SELECT f.*, r1.content_sha256 AS reg_id, r2.content_sha256 AS reg_seq,
+    SELECT e.pos, e.entity, e.key, e.version, e.content_sha256, e.image_sha256,
+        coalesce(r1.content_sha256, CASE WHEN e.pos <> i.id_pos THEN i.id_first END) AS known_id,
+        coalesce(r2.content_sha256, CASE WHEN q.seq_first <> e.content_sha256 THEN q.seq_first END)
+            AS known_seq,
         c.version AS cv, c.image_sha256 AS c_image
-    FROM firsts f
-    LEFT JOIN _registry r1 ON r1.source = f.source AND r1.event_id = f.event_id
-    LEFT JOIN _registry r2 ON r2.source = f.source AND r2.source_seq = f.source_seq
-    LEFT JOIN _committed c ON c.entity = f.entity AND c.key = f.key
-), known AS (
-    SELECT *,
-        coalesce(reg_id, CASE WHEN NOT is_first_id THEN id_first END) AS known_id,
-        coalesce(reg_seq, CASE WHEN seq_first <> content_sha256 THEN seq_first END) AS known_seq
-    FROM joined
-), ruled AS (
+    FROM _events e
+    LEFT JOIN ids i ON i.source = e.source AND i.event_id = e.event_id
+    LEFT JOIN seqs q ON q.source = e.source AND q.source_seq = e.source_seq
+    LEFT JOIN _registry r1 ON r1.source = e.source AND r1.event_id = e.event_id
+    LEFT JOIN _registry r2 ON r2.source = e.source AND r2.source_seq = e.source_seq
+    LEFT JOIN _committed c ON c.entity = e.entity AND c.key = e.key
+), ruled AS MATERIALIZED (
     SELECT *,
         CASE WHEN known_id IS NOT NULL AND known_id <> content_sha256 THEN $id_conflict
              WHEN known_seq IS NOT NULL AND known_seq <> content_sha256 THEN $seq_conflict END AS rule0,
         known_id IS NOT NULL AS dup_id
-    FROM known
-), fenced AS (
-    SELECT *, rule0 IS NULL AND NOT dup_id AND (cv IS NULL OR version > cv) AS above,
-        rule0 IS NULL AND NOT dup_id AS fresh
+    FROM joined
+), fenced AS MATERIALIZED (
+    SELECT *, rule0 IS NULL AND NOT dup_id AS fresh,
+        rule0 IS NULL AND NOT dup_id AND (cv IS NULL OR version > cv) AS above
     FROM ruled
 ), slots AS (
-    SELECT *,
-        min(pos) FILTER (WHERE above) OVER (PARTITION BY entity, key, version) AS slot_pos,
-        arg_min(image_sha256, pos) FILTER (WHERE above) OVER (PARTITION BY entity, key, version) AS slot_image
-    FROM fenced
-), outcomes AS (
-    SELECT pos, entity, key, version, rule0,
-        CASE WHEN rule0 IS NOT NULL THEN $violation
-             WHEN dup_id THEN $duplicate
-             WHEN fresh AND version < cv THEN $stale
-             WHEN fresh AND version = cv AND image_sha256 = c_image THEN $duplicate
-             WHEN fresh AND version = cv THEN $violation
-             WHEN pos = slot_pos THEN $accepted
-             WHEN image_sha256 = slot_image THEN $duplicate
+    SELECT entity, key, version, min(pos) AS slot_pos, arg_min(image_sha256, pos) AS slot_image
+    FROM fenced WHERE above GROUP BY ALL
+), outcomes AS MATERIALIZED (
+    SELECT f.pos, f.entity, f.key, f.version, f.rule0,
+        CASE WHEN f.rule0 IS NOT NULL THEN $violation
+             WHEN f.dup_id THEN $duplicate
+             WHEN f.fresh AND f.version < f.cv THEN $stale
+             WHEN f.fresh AND f.version = f.cv AND f.image_sha256 = f.c_image THEN $duplicate
+             WHEN f.fresh AND f.version = f.cv THEN $violation
+             WHEN f.pos = s.slot_pos THEN $accepted
+             WHEN f.image_sha256 = s.slot_image THEN $duplicate
              ELSE $violation END AS outcome
-    FROM slots
+    FROM fenced f
+    LEFT JOIN slots s ON s.entity = f.entity AND s.key = f.key AND s.version = f.version
+), tops AS (
+    SELECT entity, key, max(version) AS top FROM outcomes WHERE outcome = $accepted GROUP BY ALL
 )
-SELECT pos, outcome,
-    CASE WHEN outcome = $violation AND rule0 IS NULL THEN $equal_conflict ELSE rule0 END AS rule,
-    coalesce(outcome = $accepted
-        AND version = max(version) FILTER (WHERE outcome = $accepted) OVER (PARTITION BY entity, key),
-        false) AS winner
-FROM outcomes"""
+SELECT o.pos, o.outcome,
+    CASE WHEN o.outcome = $violation AND o.rule0 IS NULL THEN $equal_conflict ELSE o.rule0 END AS rule,
+    coalesce(o.outcome = $accepted AND o.version = t.top, false) AS winner
+FROM outcomes o LEFT JOIN tops t ON t.entity = o.entity AND t.key = o.key"""
 
 
 def fold_into(con: duckdb.DuckDBPyConnection) -> None:

@@ -32,7 +32,7 @@ from replay_assets.core.manifest import (
 from replay_assets.core.plan import Delivery
 
 BLOCK_BYTES = 16 << 20  # read size when streaming a delivery file
-CHUNK_LINES = 200_000  # lines landed per statement: bounds memory whatever the file's size
+CHUNK_LINES = 250_000  # lines landed per statement: bounds memory whatever the file's size
 
 
 @dataclass(frozen=True)

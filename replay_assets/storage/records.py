@@ -168,9 +168,8 @@ def write_history(con: duckdb.DuckDBPyConnection, day: str) -> int:
     """The winners as history rows of the load date; returns the rows written."""
     written = 0
     for table, rows in _HISTORY.items():
-        con.execute(f"INSERT INTO {table} {rows}", {"day": day})
-        counted = one(con, f"SELECT count(*) FROM ({rows})", {"day": day})
-        written += int(counted[0]) if counted else 0
+        inserted = con.execute(f"INSERT INTO {table} {rows}", {"day": day}).fetchall()
+        written += int(inserted[0][0]) if inserted else 0
     return written
 
 
