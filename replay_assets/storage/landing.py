@@ -154,23 +154,22 @@ def _land_chunk(
                SELECT ?, ?, ?, ?, ?, line_number, sha256, line FROM _chunk""",
             [*values[:3], now, values[3]],
         )
-        validation.certify_into(con, ctx)
-        columns = ", ".join(c for c in STAGED_SCHEMA if c not in names)
-        con.execute(
-            f"""INSERT INTO staged_events ({", ".join(names)}, {columns})
-                SELECT ?, ?, ?, ?, {columns} FROM _certified""",
-            values,
-        )
-        slow = con.execute(
-            """SELECT line_number, line FROM _chunk ANTI JOIN _certified USING (line_number)
-               ORDER BY line_number"""
-        ).fetchall()
+        sql, params = validation.certified_sql(ctx)
+        columns = [c for c in STAGED_SCHEMA if c not in names]
+        # straight into the table: a temporary table per chunk would stay in memory until the
+        # landing transaction ends (a dropped table is kept for rollback)
+        certified = con.sql(
+            f"""INSERT INTO staged_events ({", ".join(names)}, {", ".join(columns)})
+                SELECT $batch_id, $source, $load_date, $source_file, {", ".join(columns)} FROM ({sql})
+                RETURNING line_number""",
+            params={**params, **dict(zip(names, values, strict=True))},
+        ).pl()  # executes the INSERT once
     finally:
         con.unregister("_chunk")
         con.unregister("_candidates")
-        con.execute("DROP TABLE IF EXISTS _certified")
+    slow = present.join(certified, on="line_number", how="anti").sort("line_number")
     slow_staged = []
-    for number, line in slow:
+    for number, line in slow.select("line_number", "line").iter_rows():
         where_row = {**where, "line_number": number}
         outcome = parse_event(line, ctx)
         if isinstance(outcome, Event):

@@ -293,11 +293,11 @@ def candidates(lines: pl.DataFrame, max_line_bytes: int) -> pl.Series:
     return lines.select(mask.alias("candidate"))["candidate"]
 
 
-def certify_into(con: duckdb.DuckDBPyConnection, ctx: ValidationContext) -> None:
-    """Certify the registered relation ``_candidates`` (``line_number``, ``line``; candidates
-    only) into the temporary table ``_certified``: one row per certified event with the
-    staged-event columns. Lines without a row must go through ``parse_event``."""
-    params = {
+def certified_sql(ctx: ValidationContext) -> tuple[str, dict[str, object]]:
+    """A query over the registered relation ``_candidates`` (``line_number``, ``line``;
+    candidates only) giving one row per certified event with the staged-event columns, and its
+    parameters. Lines without a row must go through ``parse_event``."""
+    params: dict[str, object] = {
         "paths": PATHS,
         "allowed": [*_TOP, "key"],
         "seq_low": ctx.seq_low,
@@ -305,18 +305,17 @@ def certify_into(con: duckdb.DuckDBPyConnection, ctx: ValidationContext) -> None
         "start": _day(ctx.business_date_start),
         "end": _day(ctx.business_date_end),
     }
-    con.execute(f"CREATE OR REPLACE TEMP TABLE _certified AS {_SQL}", params)
+    return _SQL, params
 
 
 def certify(con: duckdb.DuckDBPyConnection, lines: pl.DataFrame, ctx: ValidationContext) -> pl.DataFrame:
-    """:func:`certify_into` for a frame of lines, returned as a frame ordered by line number."""
+    """The certified events among a frame of lines, ordered by line number."""
+    sql, params = certified_sql(ctx)
     con.register("_candidates", lines.select("line_number", "line"))
     try:
-        certify_into(con, ctx)
-        return query_frame(con, "SELECT * FROM _certified ORDER BY line_number")
+        return query_frame(con, f"SELECT * FROM ({sql}) ORDER BY line_number", params)
     finally:
         con.unregister("_candidates")
-        con.execute("DROP TABLE IF EXISTS _certified")
 
 
 def _day(day: dt.date) -> str:

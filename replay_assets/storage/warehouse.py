@@ -105,7 +105,9 @@ def migrate(con: duckdb.DuckDBPyConnection) -> None:
         con.commit()
 
 
-def query_frame(con: duckdb.DuckDBPyConnection, sql: str, params: list[object] | None = None) -> pl.DataFrame:
+def query_frame(
+    con: duckdb.DuckDBPyConnection, sql: str, params: list[object] | dict[str, object] | None = None
+) -> pl.DataFrame:
     """Run a parameterised query and return a polars frame (zero-copy through Arrow)."""
     frame: pl.DataFrame = con.sql(sql, params=params or []).pl()
     return frame
