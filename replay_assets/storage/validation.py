@@ -214,7 +214,7 @@ def _checked(source: str, lists: bool) -> str:
 
 _SQL = rf"""
 WITH t1 AS MATERIALIZED (
-    SELECT line_number, line, try(json_transform(line, '{_T1_STRUCT}')) AS e FROM _candidates
+    SELECT line_number, line, try(json_transform(line, '{_T1_STRUCT}')) AS e FROM _SOURCE_
 ), t1_flat AS MATERIALIZED (
     SELECT line_number, line, e.event_id AS event_id, e.source_seq AS source_seq, e.schema_version AS sv,
         e.entity AS entity, e.op AS op, e.version AS version_n, e.event_time AS event_time,
@@ -235,7 +235,7 @@ WITH t1 AS MATERIALIZED (
         {", ".join(f"CASE WHEN {n} BETWEEN 0 AND {INT_MAX} THEN {n} END AS {n}" for n in _T1_INTS)}
     FROM t1_ok
 ), rest AS MATERIALIZED (
-    SELECT line_number, line FROM _candidates ANTI JOIN t1_ok USING (line_number)
+    SELECT line_number, line FROM _SOURCE_ ANTI JOIN t1_ok USING (line_number)
 ), valid AS (
     SELECT line_number, CASE WHEN json_valid(line) THEN line END AS line FROM rest
     WHERE regexp_full_match(line, '{CANDIDATE_RE}') AND NOT regexp_matches(line, '{TRAILING_COMMA_RE}')
@@ -293,10 +293,10 @@ def candidates(lines: pl.DataFrame, max_line_bytes: int) -> pl.Series:
     return lines.select(mask.alias("candidate"))["candidate"]
 
 
-def certified_sql(ctx: ValidationContext) -> tuple[str, dict[str, object]]:
-    """A query over the registered relation ``_candidates`` (``line_number``, ``line``;
-    candidates only) giving one row per certified event with the staged-event columns, and its
-    parameters. Lines without a row must go through ``parse_event``."""
+def certified_sql(ctx: ValidationContext, source: str = "_candidates") -> tuple[str, dict[str, object]]:
+    """A query over the relation ``source`` (``line_number``, ``line``; candidates only; SQL
+    text of our own, never a value) giving one row per certified event with the staged-event
+    columns, and its parameters. Lines without a row must go through ``parse_event``."""
     params: dict[str, object] = {
         "paths": PATHS,
         "allowed": [*_TOP, "key"],
@@ -305,7 +305,7 @@ def certified_sql(ctx: ValidationContext) -> tuple[str, dict[str, object]]:
         "start": _day(ctx.business_date_start),
         "end": _day(ctx.business_date_end),
     }
-    return _SQL, params
+    return _SQL.replace("_SOURCE_", source), params
 
 
 def certify(con: duckdb.DuckDBPyConnection, lines: pl.DataFrame, ctx: ValidationContext) -> pl.DataFrame:
