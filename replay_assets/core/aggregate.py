@@ -9,7 +9,7 @@ from typing import Any
 
 import polars as pl
 
-from replay_assets.core.events import canonical_json, sha256_text
+from replay_assets.core.events import canonical_json
 
 HASH_CHUNK_ROWS = 200_000
 JSON_ESCAPED = r'[\x00-\x1f"\\]'  # characters json.dumps(ensure_ascii=False) escapes
@@ -117,15 +117,67 @@ def content_sha256(frame: pl.DataFrame, sort_by: Iterable[str]) -> str:
     """Order-independent content hash: sha256 over canonical JSON rows sorted by ``sort_by``.
     Rendered set-based when every column is text or integer and no text needs a JSON escape
     (the same bytes ``canonical_json`` writes); row by row otherwise."""
-    ordered = frame.sort(list(sort_by)) if frame.height else frame
-    rendered = _json_rows(ordered)
-    if rendered is None:
-        return sha256_text("\n".join(canonical_json(row) for row in ordered.iter_rows()))
-    digest = hashlib.sha256()
-    for start in range(0, rendered.len(), HASH_CHUNK_ROWS):
-        chunk = rendered.slice(start, HASH_CHUNK_ROWS).str.join("\n").item()
-        digest.update((("\n" if start else "") + chunk).encode("utf-8"))
+    digest = RowsDigest()
+    digest.update(frame.sort(list(sort_by)) if frame.height else frame)
     return digest.hexdigest()
+
+
+class RowsDigest:
+    """:func:`content_sha256` fed part by part: rows already in key order, in consecutive
+    frames (a streamed snapshot); the digest equals that of all the parts as one frame."""
+
+    def __init__(self) -> None:
+        self._digest = hashlib.sha256()
+        self._started = False
+
+    def update(self, ordered: pl.DataFrame) -> None:
+        if not ordered.height:
+            return
+        rendered = _json_rows(ordered)
+        if rendered is None:
+            texts = ["\n".join(canonical_json(row) for row in ordered.iter_rows())]
+        else:
+            texts = [
+                rendered.slice(start, HASH_CHUNK_ROWS).str.join("\n").item()
+                for start in range(0, rendered.len(), HASH_CHUNK_ROWS)
+            ]
+        for text in texts:
+            self._digest.update((("\n" if self._started else "") + text).encode("utf-8"))
+            self._started = True
+
+    def hexdigest(self) -> str:
+        return self._digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class ControlsPart:
+    """Controls of one part of a snapshot streamed in (order_id, line_no) order, with the first
+    and last order id among its active lines (an order may straddle two parts)."""
+
+    controls: Controls
+    first_active_order: str | None
+    last_active_order: str | None
+
+
+def controls_part(lines: pl.DataFrame) -> ControlsPart:
+    active = lines.filter(pl.col("status") == "active")["order_id"]
+    return ControlsPart(
+        controls_of(lines), active[0] if len(active) else None, active[-1] if len(active) else None
+    )
+
+
+def combine_controls(parts: Iterable[ControlsPart]) -> Controls:
+    """The controls of the whole snapshot from its parts: sums add up; an order whose active
+    lines straddle a boundary is counted once."""
+    total = [0] * 6
+    last: str | None = None
+    for part in parts:
+        values = part.controls.as_tuple()
+        total = [t + v for t, v in zip(total, values, strict=True)]
+        if last is not None and part.first_active_order == last:
+            total[1] -= 1
+        last = part.last_active_order if part.last_active_order is not None else last
+    return Controls(*total)
 
 
 def _json_rows(frame: pl.DataFrame) -> pl.Series | None:

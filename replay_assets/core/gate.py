@@ -57,6 +57,23 @@ def failures(outcomes: Sequence[CheckOutcome]) -> str:
     return "; ".join(f"{o.check}: {o.summary}" for o in outcomes if not o.passed)
 
 
+def combine(parts: Sequence[CheckOutcome]) -> CheckOutcome:
+    """One verdict from a check's verdicts over consecutive parts of a streamed snapshot: it
+    passes when every part passes; counts add up; the first failure is named."""
+    failed = [p for p in parts if not p.passed]
+    metadata: dict[str, str | int] = {}
+    for part in failed or parts:
+        for name, value in part.metadata.items():
+            if isinstance(value, int) and not isinstance(value, bool):
+                metadata[name] = int(metadata.get(name, 0)) + value
+            else:
+                metadata.setdefault(name, value)
+    summary = failed[0].summary if failed else parts[0].summary
+    if len(failed) > 1:
+        summary += f" (and in {len(failed) - 1} more parts)"
+    return CheckOutcome(parts[0].check, not failed, summary, metadata)
+
+
 def _keys_text(frame: pl.DataFrame, keys: Sequence[str]) -> str:
     rows = frame.select(keys).head(MAX_KEYS).rows()
     return ", ".join("|".join(str(v) for v in row) for row in rows)
@@ -76,7 +93,9 @@ def check_schema(frames: Mapping[str, tuple[pa.DataFrameSchema, pl.DataFrame]]) 
                 f"{name}.{c}: {k}" for c, k in cases.select("column", "check").unique().head(MAX_KEYS).rows()
             ]
     if not broken:
-        return CheckOutcome(Check.SCHEMA, True, "all columns match", {"tables": len(frames)})
+        return CheckOutcome(
+            Check.SCHEMA, True, "all columns match", {"rows": sum(f.height for _, f in frames.values())}
+        )
     return CheckOutcome(
         Check.SCHEMA,
         False,

@@ -12,17 +12,15 @@ from typing import Any
 import duckdb
 import polars as pl
 
-from replay_assets.core.aggregate import Controls, controls_of
+from replay_assets.core.aggregate import Controls
 from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.gate import CheckOutcome, all_passed, failures, outcome_from_record, outcome_record
 from replay_assets.core.plan import DatePlan
 from replay_assets.core.state import Counts
 from replay_assets.storage import certify, records
+from replay_assets.storage.snapshot_scan import scan_snapshot
 from replay_assets.storage.state_io import (
-    customers_as_of,
     drop_fold,
-    orders_as_of,
-    snapshot_digest,
     stage_fold,
 )
 from replay_assets.storage.warehouse import one
@@ -134,13 +132,12 @@ def _result(
     now: dt.datetime,
 ) -> ApplyResult:
     """Gate the state as of ``day``; certify it (publication, pointer, snapshot) when all pass."""
-    orders, customers = orders_as_of(con, day), customers_as_of(con, day)
-    digest = snapshot_digest(orders, customers)
-    controls = controls_of(orders)
-    checks = tuple(certify.state_checks(con, day, orders, customers, counts, first_date, controls))
+    snapshot = scan_snapshot(con, day)
+    digest, controls = snapshot.digest, snapshot.controls
+    checks = tuple(certify.state_checks(con, day, snapshot, counts, first_date))
     if not all_passed(checks):
         return ApplyResult(day, Mode.FAILED, counts, dates, controls, digest, (failures(checks),), checks)
-    rows = orders.height + customers.height
+    rows = snapshot.rows
     if mode != Mode.VERIFY:
         certify.certify_state(con, day, digest, checks, run_id, now)
         certify.write_snapshot(con, day, controls, rows, digest)

@@ -11,7 +11,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from replay_assets.core.aggregate import Controls, controls_of
+from replay_assets.core.aggregate import Controls
 from replay_assets.core.events import canonical_json, sha256_text
 from replay_assets.core.gate import (
     CheckOutcome,
@@ -23,9 +23,10 @@ from replay_assets.core.gate import (
     check_unique_keys,
     failures,
 )
-from replay_assets.core.schemas import CUSTOMER_STATE, DAILY_AGGREGATES, ORDER_STATE
+from replay_assets.core.schemas import DAILY_AGGREGATES
 from replay_assets.core.state import Counts
 from replay_assets.storage.landing_area import atomic_write
+from replay_assets.storage.snapshot_scan import Snapshot
 from replay_assets.storage.status import Status, set_status
 from replay_assets.storage.warehouse import one, query_frame
 
@@ -67,32 +68,17 @@ def counts_frame(counts: dict[str, Counts]) -> pl.DataFrame:
 
 
 def state_checks(
-    con: duckdb.DuckDBPyConnection,
-    day: str,
-    orders: pl.DataFrame,
-    customers: pl.DataFrame,
-    counts: dict[str, Counts],
-    first: str,
-    controls: Controls | None = None,
+    con: duckdb.DuckDBPyConnection, day: str, snapshot: Snapshot, counts: dict[str, Counts], first: str
 ) -> list[CheckOutcome]:
-    """The gate of a load date's state snapshot (orders and customers as of ``day``);
-    ``controls`` are the snapshot's own when the caller computed them already."""
+    """The gate of a load date's state snapshot (orders and customers as of ``day``), from its
+    streamed scan plus the checks that need the warehouse."""
     return [
-        check_schema(
-            {"current_orders": (ORDER_STATE, orders), "current_customers": (CUSTOMER_STATE, customers)}
-        ),
-        check_unique_keys(
-            {
-                "current_orders": (orders, ["order_id", "line_no"]),
-                "current_customers": (customers, ["customer_id"]),
-            }
-        ),
+        snapshot.schema,
+        snapshot.unique_keys,
         check_reconciliation(counts_frame(counts)),
-        check_totals(controls or controls_of(orders), recomputed_controls(con, day)),
+        check_totals(snapshot.controls, recomputed_controls(con, day)),
         check_completeness(day, first, certified_load_dates(con)),
-        check_non_negative(
-            {"current_orders": (orders, ["order_id", "line_no"], ["quantity", "amount_minor", "cost_minor"])}
-        ),
+        snapshot.non_negative,
     ]
 
 

@@ -153,4 +153,32 @@ _V4 = [
         recorded_at TIMESTAMPTZ NOT NULL)""",
 ]
 
-MIGRATIONS: list[tuple[int, list[str]]] = [(1, _V1), (2, _V2), (3, _V3), (4, _V4)]
+# No ART indexes on the tables that grow with every event (issue 6): DuckDB keeps an ART index
+# in memory and its inserts cost about 1.5 s per million keys; at 10M events a day the event
+# registry's primary key alone ran the 1 GB warehouse out of memory. Uniqueness holds by
+# construction (one winner per key and load date; a registry row only for an id not registered
+# before) and the gate checks unique keys on every certified state.
+_UNINDEXED = {
+    "event_registry": """(source VARCHAR NOT NULL, event_id VARCHAR NOT NULL, source_seq BIGINT NOT NULL,
+        content_sha256 VARCHAR NOT NULL, load_date VARCHAR NOT NULL)""",
+    "order_history": """(order_id VARCHAR NOT NULL, line_no BIGINT NOT NULL, store_id VARCHAR,
+        customer_id VARCHAR, product_id VARCHAR, business_date VARCHAR, quantity BIGINT,
+        amount_minor BIGINT, cost_minor BIGINT, status VARCHAR NOT NULL,
+        version BIGINT NOT NULL, source_seq BIGINT NOT NULL, image_sha256 VARCHAR NOT NULL,
+        load_date VARCHAR NOT NULL)""",
+    "customer_history": """(customer_id VARCHAR NOT NULL, name VARCHAR, segment VARCHAR,
+        status VARCHAR NOT NULL, version BIGINT NOT NULL, source_seq BIGINT NOT NULL,
+        image_sha256 VARCHAR NOT NULL, load_date VARCHAR NOT NULL)""",
+}
+_V5 = [
+    statement
+    for table, columns in _UNINDEXED.items()
+    for statement in (
+        f"CREATE TABLE {table}_v5 {columns}",
+        f"INSERT INTO {table}_v5 SELECT * FROM {table}",
+        f"DROP TABLE {table}",
+        f"ALTER TABLE {table}_v5 RENAME TO {table}",
+    )
+]
+
+MIGRATIONS: list[tuple[int, list[str]]] = [(1, _V1), (2, _V2), (3, _V3), (4, _V4), (5, _V5)]

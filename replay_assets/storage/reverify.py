@@ -11,7 +11,7 @@ import polars as pl
 from replay_assets.core.aggregate import aggregate_frame, content_sha256
 from replay_assets.storage.certify import recomputed_controls
 from replay_assets.storage.publish import AGG_KEY, lines_for_dates
-from replay_assets.storage.state_io import customers_as_of, orders_as_of, snapshot_digest
+from replay_assets.storage.snapshot_scan import scan_snapshot
 from replay_assets.storage.warehouse import one, query_frame
 
 LATEST = """
@@ -47,7 +47,7 @@ def reverify_state(con: duckdb.DuckDBPyConnection, newest: int = 7) -> Verdict:
     reasons = {}
     for key, digest in latest.select("partition_key", "content_sha256").iter_rows():
         day = str(key)
-        recomputed = snapshot_digest(orders_as_of(con, day), customers_as_of(con, day))
+        recomputed = scan_snapshot(con, day).digest
         controls = recomputed_controls(con, day).as_tuple()
         stored = one(con, "SELECT * EXCLUDE (load_date, row_count) FROM snapshots WHERE load_date = ?", [day])
         if recomputed != digest:

@@ -1,15 +1,12 @@
-"""Reads of working state for the fold: state as of a load date, registry look-ups, snapshots."""
+"""The fold of a load date staged in the warehouse: its events, the committed state and registry
+rows they touch, and the outcomes (temporary tables)."""
 
 from __future__ import annotations
 
 import duckdb
-import polars as pl
 
-from replay_assets.core.aggregate import content_sha256
-from replay_assets.core.events import canonical_json, sha256_text
 from replay_assets.storage.fold_sql import fold_into
-from replay_assets.storage.migrations import CUSTOMER_COLUMNS, ORDER_COLUMNS
-from replay_assets.storage.warehouse import one, query_frame
+from replay_assets.storage.warehouse import one
 
 ORDER_KEY_SQL = "'[\"' || order_id || '\",' || CAST(line_no AS VARCHAR) || ']'"
 CUSTOMER_KEY_SQL = "'[\"' || customer_id || '\"]'"
@@ -86,26 +83,3 @@ def _position(con: duckdb.DuckDBPyConnection, params: dict[str, object]) -> str:
 def drop_fold(con: duckdb.DuckDBPyConnection) -> None:
     for table in FOLD_TABLES:
         con.execute(f"DROP TABLE IF EXISTS {table}")
-
-
-def orders_as_of(con: duckdb.DuckDBPyConnection, load_date: str) -> pl.DataFrame:
-    cols = ", ".join(ORDER_COLUMNS)
-    sql = f"""SELECT {cols}, version FROM order_history WHERE load_date <= ?
-        QUALIFY row_number() OVER (PARTITION BY order_id, line_no ORDER BY load_date DESC) = 1"""
-    return query_frame(con, sql, [load_date])
-
-
-def customers_as_of(con: duckdb.DuckDBPyConnection, load_date: str) -> pl.DataFrame:
-    cols = ", ".join(CUSTOMER_COLUMNS)
-    sql = f"""SELECT {cols}, version FROM customer_history WHERE load_date <= ?
-        QUALIFY row_number() OVER (PARTITION BY customer_id ORDER BY load_date DESC) = 1"""
-    return query_frame(con, sql, [load_date])
-
-
-def snapshot_digest(orders: pl.DataFrame, customers: pl.DataFrame) -> str:
-    """Content hash of a state snapshot: its images and versions, not where they came from."""
-    parts = {
-        "orders": content_sha256(orders, ["order_id", "line_no"]),
-        "customers": content_sha256(customers, ["customer_id"]),
-    }
-    return sha256_text(canonical_json(parts))

@@ -1,0 +1,114 @@
+"""One streamed pass over a load date's state snapshot (issue 6): its content hash, its controls
+and the row-level gate predicates, computed part by part in key order, so certifying a state of
+any size holds one part in memory (DuckDB sorts and streams it), never the whole snapshot.
+
+Every value equals the whole-frame computation: :class:`core.aggregate.RowsDigest` hashes the
+same bytes as ``content_sha256``, :func:`core.aggregate.combine_controls` counts an order that
+straddles two parts once, and a key repeated across a part boundary is found by comparing the
+boundary rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import duckdb
+import pandera.polars as pa
+import polars as pl
+
+from replay_assets.core.aggregate import Controls, RowsDigest, combine_controls, controls_part
+from replay_assets.core.events import canonical_json, sha256_text
+from replay_assets.core.gate import (
+    CheckOutcome,
+    check_non_negative,
+    check_schema,
+    check_unique_keys,
+    combine,
+)
+from replay_assets.core.schemas import CUSTOMER_STATE, ORDER_STATE
+from replay_assets.storage.migrations import CUSTOMER_COLUMNS, ORDER_COLUMNS
+
+PART_ROWS = 500_000
+ORDER_KEY = ["order_id", "line_no"]
+CUSTOMER_KEY = ["customer_id"]
+AMOUNTS = ["quantity", "amount_minor", "cost_minor"]
+
+
+def _as_of(table: str, columns: Sequence[str], key: Sequence[str]) -> str:
+    keys = ", ".join(key)
+    return f"""SELECT {", ".join(columns)}, version FROM {table} WHERE load_date <= $day
+        QUALIFY row_number() OVER (PARTITION BY {keys} ORDER BY load_date DESC) = 1
+        ORDER BY {keys}"""
+
+
+ORDERS_SQL = _as_of("order_history", ORDER_COLUMNS, ORDER_KEY)
+CUSTOMERS_SQL = _as_of("customer_history", CUSTOMER_COLUMNS, CUSTOMER_KEY)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    digest: str
+    controls: Controls
+    rows: int
+    schema: CheckOutcome
+    unique_keys: CheckOutcome
+    non_negative: CheckOutcome
+
+
+@dataclass
+class _Table:
+    name: str
+    schema: pa.DataFrameSchema
+    key: list[str]
+    digest: RowsDigest
+    rows: int = 0
+    last: pl.DataFrame | None = None  # the previous part's last row
+
+    def __post_init__(self) -> None:
+        self.checks: dict[str, list[CheckOutcome]] = {"schema": [], "unique": [], "non_negative": []}
+
+    def feed(self, part: pl.DataFrame) -> None:
+        self.digest.update(part)
+        self.rows += part.height
+        self.checks["schema"].append(check_schema({self.name: (self.schema, part)}))
+        self.checks["unique"].append(check_unique_keys({self.name: (part, self.key)}))
+        if self.last is not None and self.last.select(self.key).equals(part.head(1).select(self.key)):
+            boundary = pl.concat([self.last, part.head(1)])
+            self.checks["unique"].append(check_unique_keys({self.name: (boundary, self.key)}))
+        self.last = part.tail(1)
+        if self.name == "current_orders":
+            self.checks["non_negative"].append(check_non_negative({self.name: (part, self.key, AMOUNTS)}))
+
+
+def _parts(con: duckdb.DuckDBPyConnection, sql: str, day: str) -> Iterator[pl.DataFrame]:
+    reader = con.sql(sql, params={"day": day}).to_arrow_reader(PART_ROWS)
+    for batch in reader:
+        part = pl.DataFrame(pl.from_arrow(batch))
+        if part.height:
+            yield part
+
+
+def scan_snapshot(con: duckdb.DuckDBPyConnection, day: str) -> Snapshot:
+    """The state as of ``day`` in one streamed pass: content hash, controls, row count and the
+    schema, unique-key and non-negative verdicts."""
+    orders = _Table("current_orders", ORDER_STATE, ORDER_KEY, RowsDigest())
+    customers = _Table("current_customers", CUSTOMER_STATE, CUSTOMER_KEY, RowsDigest())
+    controls = []
+    for part in _parts(con, ORDERS_SQL, day):
+        orders.feed(part)
+        controls.append(controls_part(part))
+    for part in _parts(con, CUSTOMERS_SQL, day):
+        customers.feed(part)
+    parts = {name: orders.checks[name] + customers.checks[name] for name in orders.checks}
+    digest = sha256_text(
+        canonical_json({"orders": orders.digest.hexdigest(), "customers": customers.digest.hexdigest()})
+    )
+    return Snapshot(
+        digest,
+        combine_controls(controls),
+        orders.rows + customers.rows,
+        combine(parts["schema"]) if parts["schema"] else check_schema({}),
+        combine(parts["unique"]) if parts["unique"] else check_unique_keys({}),
+        combine(parts["non_negative"]) if parts["non_negative"] else check_non_negative({}),
+    )
