@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from replay_assets.core.events import Event, ValidationContext, parse_event
-from replay_assets.storage.validation import candidates, certify
+from replay_assets.storage.validation import candidates, certified_sql, certify
 
 CTX = ValidationContext(dt.date(2026, 1, 1), dt.date(2026, 10, 2), None, None)
 SLICED = ValidationContext(dt.date(2026, 1, 1), dt.date(2026, 10, 2), 10, 500)
@@ -145,3 +145,24 @@ def test_fast_path_certifies_only_what_the_oracle_accepts_and_agrees_on_it(
         if number in got:
             assert isinstance(outcome, Event), (line, outcome)
             assert {k: got[number][k] for k in expected(outcome)} == expected(outcome), line
+
+
+def test_the_contract_and_the_canonical_layouts_take_the_exact_rendering_tier() -> None:
+    """Compact lines in the contract's field order or sorted are proved by their own rendering
+    (tier 1); a spaced line needs the field-path tier."""
+    no_after = {k: v for k, v in DELETE.items() if k != "after"}
+    no_version = {k: v for k, v in BASE.items() if k != "version"}
+    events = [BASE, CUSTOMER, DELETE, no_after, no_version]
+    compact = [json.dumps(e, separators=(",", ":"), ensure_ascii=False) for e in events]
+    ordered = [json.dumps(e, sort_keys=True, separators=(",", ":"), ensure_ascii=False) for e in events[:4]]
+    lines_ = [*compact, *ordered, json.dumps(BASE)]
+    sql, _ = certified_sql(CTX, "_lines")
+    tier_one = sql.split("), typed1 AS")[0] + ") SELECT line_number FROM t1_ok ORDER BY 1"
+    con = duckdb.connect()
+    try:
+        con.register("_lines", pl.DataFrame({"line_number": range(1, len(lines_) + 1), "line": lines_}))
+        exact = [row[0] for row in con.execute(tier_one).fetchall()]
+    finally:
+        con.close()
+    assert exact == list(range(1, len(lines_)))
+    assert sorted(fast(lines_, CTX)) == list(range(1, len(lines_) + 1))
