@@ -19,6 +19,7 @@ from replay_assets.storage.migrations import ORDER_COLUMNS
 from replay_assets.storage.warehouse import one, query_frame
 
 AGG_KEY = ["store_id", "business_date"]
+PART_LINES = 1_000_000
 SQL_AGGREGATES = """
     SELECT store_id, CAST(business_date AS VARCHAR) AS business_date,
            count(DISTINCT order_id) AS order_count, count(*) AS line_count, sum(quantity) AS units,
@@ -94,36 +95,53 @@ def publish_aggregates(
     as_of = certify.pointer(con)
     if as_of is None:
         return []
-    candidates = aggregate_frame(lines_for_dates(con, as_of, dates))
-    recomputed = query_frame(con, SQL_AGGREGATES, [as_of, dates]).cast(candidates.schema)
+    recomputed = query_frame(con, SQL_AGGREGATES, [as_of, dates])
     reconciliation = certify.applied_reconciliation(con, as_of)
     first = one(con, "SELECT min(load_date) FROM load_dates")
     certified = certify.certified_load_dates(con)
     out = []
-    for day in sorted(dates):
-        rows = candidates.filter(pl.col("business_date") == day)
-        checks = tuple(
-            certify.aggregate_checks(
-                rows,
-                recomputed.filter(pl.col("business_date") == day),
-                reconciliation,
-                as_of,
-                str(first[0]) if first else as_of,
-                certified,
+    for part in _parts(sorted(dates), recomputed):
+        candidates = aggregate_frame(lines_for_dates(con, as_of, part))
+        for day in part:
+            rows = candidates.filter(pl.col("business_date") == day)
+            checks = tuple(
+                certify.aggregate_checks(
+                    rows,
+                    recomputed.filter(pl.col("business_date") == day).cast(candidates.schema),
+                    reconciliation,
+                    as_of,
+                    str(first[0]) if first else as_of,
+                    certified,
+                )
             )
-        )
-        digest = content_sha256(rows, AGG_KEY)
-        out.append(
-            Published(
-                day,
-                _publish_or_keep(con, home, day, rows, digest, as_of, checks, run_id, now),
-                digest,
-                rows.height,
-                checks,
-                as_of,
+            digest = content_sha256(rows, AGG_KEY)
+            out.append(
+                Published(
+                    day,
+                    _publish_or_keep(con, home, day, rows, digest, as_of, checks, run_id, now),
+                    digest,
+                    rows.height,
+                    checks,
+                    as_of,
+                )
             )
-        )
     return out
+
+
+def _parts(dates: list[str], recomputed: pl.DataFrame) -> list[list[str]]:
+    """Business dates in groups of at most about PART_LINES active lines (a date alone may hold
+    more), so a range restatement never holds the whole state's lines at once."""
+    lines = dict(recomputed.group_by("business_date").agg(pl.col("line_count").sum()).iter_rows())
+    parts: list[list[str]] = [[]]
+    held = 0
+    for day in dates:
+        size = int(lines.get(day, 0))
+        if parts[-1] and held + size > PART_LINES:
+            parts.append([])
+            held = 0
+        parts[-1].append(day)
+        held += size
+    return parts
 
 
 def _publish_or_keep(

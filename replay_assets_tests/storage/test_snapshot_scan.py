@@ -5,6 +5,7 @@ lines straddle a part boundary."""
 from __future__ import annotations
 
 import duckdb
+import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -93,3 +94,15 @@ def test_a_negative_amount_is_named_from_whichever_part_holds_it() -> None:
         scanned = snapshot_scan.scan_snapshot(con, DAYS[0])
     assert not scanned.non_negative.passed and "o2|1" in scanned.non_negative.summary
     assert not scanned.schema.passed and "amount_minor" in scanned.schema.summary
+
+
+def test_aggregate_candidates_are_built_in_parts_of_bounded_lines(monkeypatch: pytest.MonkeyPatch) -> None:
+    from replay_assets.storage import publish
+
+    monkeypatch.setattr(publish, "PART_LINES", 10)
+    counts = pl.DataFrame(
+        {"business_date": ["d1", "d1", "d2", "d3", "d4"], "line_count": [4, 3, 5, 30, 2]},
+    )
+    parts = publish._parts(["d1", "d2", "d3", "d4", "d5"], counts)
+    assert parts == [["d1"], ["d2"], ["d3"], ["d4", "d5"]]
+    assert [d for p in parts for d in p] == ["d1", "d2", "d3", "d4", "d5"]
