@@ -141,9 +141,6 @@ class DeliveryFile:
         if problem:
             raise DeliveryMismatch(problem)
 
-    def lines(self) -> list[str]:
-        return [line for _, chunk in self.chunks() for line in chunk]
-
 
 def delivery_files(folder: Path, manifest: Manifest) -> list[DeliveryFile]:
     return [DeliveryFile(declared, folder / declared.path) for declared in manifest.files]
