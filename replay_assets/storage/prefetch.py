@@ -1,6 +1,7 @@
 """Reading ahead: the next chunk of a delivery file is read, split and hashed in a worker thread
-while the current one lands (DuckDB releases the GIL while it executes), so the two cores share
-the work. At most one chunk waits; an error in the reader is raised in the consumer."""
+while the current one lands (DuckDB releases the GIL while it executes), so reading can overlap
+DuckDB's work (not shown to pay on its own; see benchmarks/README.md). At most one chunk waits;
+an error in the reader is raised in the consumer."""
 
 from __future__ import annotations
 

@@ -175,8 +175,8 @@ def write_history(con: duckdb.DuckDBPyConnection, day: str) -> int:
 
 def candidate_rows(con: duckdb.DuckDBPyConnection, day: str) -> pl.DataFrame:
     """The history rows a candidate would write (kept as Parquet when it fails the gate)."""
-    orders = query_frame(con, _ORDER_HISTORY.replace("$day", "?"), [day])
-    customers = query_frame(con, _CUSTOMER_HISTORY.replace("$day", "?"), [day])
+    orders = query_frame(con, _ORDER_HISTORY, {"day": day})
+    customers = query_frame(con, _CUSTOMER_HISTORY, {"day": day})
     orders.columns = [*ORDER_COLUMNS, "version", "source_seq", "image_sha256", "load_date"]
     customers.columns = [*CUSTOMER_COLUMNS, "version", "source_seq", "image_sha256", "load_date"]
     return pl.concat([orders, customers], how="diagonal")

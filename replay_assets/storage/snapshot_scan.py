@@ -36,6 +36,8 @@ AMOUNTS = ["quantity", "amount_minor", "cost_minor"]
 
 
 def _as_of(table: str, columns: Sequence[str], key: Sequence[str]) -> str:
+    """State as of ``$day`` in key order, in history's own column types (not the consumer
+    macros ``orders_as_of``, which cast dates: the snapshot hash is defined on these)."""
     keys = ", ".join(key)
     return f"""SELECT {", ".join(columns)}, version FROM {table} WHERE load_date <= $day
         QUALIFY row_number() OVER (PARTITION BY {keys} ORDER BY load_date DESC) = 1
