@@ -2,7 +2,6 @@
 
 import argparse
 import getpass
-import hashlib
 import json
 import multiprocessing
 import os
@@ -10,22 +9,25 @@ import sys
 import tempfile
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import dagster as dg
 
 from replay_assets.core.adapters import Adapter, adapt_lines
+from replay_assets.core.config import SettingsError
 from replay_assets.core.errors import ErrorCode, ReplayError
-from replay_assets.core.events import jsonl_lines, sha256_text
+from replay_assets.core.events import canonical_json, jsonl_lines, sha256_text
+from replay_assets.core.manifest import ManifestError, parse_instant
+from replay_assets.core.names import BadName, NameKind, check_name
 from replay_assets.core.plan import DateStatus
 from replay_assets.core.slo import Slo
 from replay_assets.definitions import settings_from_environment
 from replay_assets.progress import progress
 from replay_assets.session import Session
 from replay_assets.storage import exports
-from replay_assets.storage.landing_area import write_delivery
+from replay_assets.storage.landing_area import create_delivery
 from replay_assets.storage.operations import Operations
 
 
@@ -60,21 +62,37 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_land(args: argparse.Namespace) -> int:
+    """Write one delivery. Every name is validated before anything is read or written; a batch
+    id already used anywhere in the landing area is refused (REPLAY_BATCH_ID_REUSED), except
+    the identical delivery again, which is a no-op."""
     settings = settings_from_environment(args.home)
-    source_file = Path(args.file)
+    data = _read_input(Path(args.file))
     ready_at = args.ready_at or f"{args.load_date}T00:00:00Z"
-    if source_file.suffix == ".parquet":
-        data = source_file.read_bytes()
-        batch_id = args.batch_id or f"B{hashlib.sha256(data).hexdigest()[:24]}"
-        path = write_delivery(
-            settings.landing, args.source, args.load_date, batch_id, [], ready_at, parquet=data
-        )
+    origin = canonical_json([args.source, args.load_date])
+    if args.file.endswith(".parquet"):
+        batch_id = args.batch_id or f"B{sha256_text(origin + data.hex())[:24]}"
+        lines, parquet = [], data
     else:
-        lines = adapt_lines(Adapter(args.adapter), jsonl_lines(source_file.read_text(encoding="utf-8")))
-        batch_id = args.batch_id or f"B{sha256_text(chr(10).join(lines))[:24]}"
-        path = write_delivery(settings.landing, args.source, args.load_date, batch_id, lines, ready_at)
-    print(f"landed batch {batch_id}: {path}")
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as bad:
+            raise ReplayError(ErrorCode.USAGE, f"{args.file} is not UTF-8 text (byte {bad.start})") from None
+        lines, parquet = adapt_lines(Adapter(args.adapter), jsonl_lines(text)), None
+        batch_id = args.batch_id or f"B{sha256_text(origin + chr(10).join(lines))[:24]}"
+    path, written = create_delivery(
+        settings.landing, args.source, args.load_date, batch_id, lines, ready_at, parquet
+    )
+    print(f"{'landed' if written else 'already landed (identical delivery)'} batch {batch_id}: {path}")
     return 0
+
+
+def _read_input(path: Path) -> bytes:
+    try:
+        if not path.is_file():
+            raise ReplayError(ErrorCode.USAGE, f"{path} is not a regular file")
+        return path.read_bytes()
+    except OSError as error:
+        raise ReplayError(ErrorCode.USAGE, f"{path} cannot be read ({error.strerror})") from None
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -101,6 +119,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_backfill(args: argparse.Namespace) -> int:
     from replay_assets import backfill
 
+    if args.from_ > args.to:
+        raise ReplayError(ErrorCode.USAGE, f"--from {args.from_} is after --to {args.to}")
     session = _session(args)
     backfill_id = backfill.launch(session, args.asset, args.from_, args.to, args.note, getpass.getuser())
     print(f"launched backfill {backfill_id} of {args.asset} {args.from_}..{args.to} in the backfill lane")
@@ -159,10 +179,12 @@ def cmd_resolve(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    settings = settings_from_environment(args.home)
+    output = exports.check_output(args.output, settings.home) if args.output else None
     session = _session(args)
     with session.pipeline.warehouse.connect() as con:
         frame = exports.table(con, args.table, args.as_of)
-    exports.write(frame, args.format, args.output, sys.stdout)
+    exports.write(frame, args.format, output, sys.stdout)
     return 0
 
 
@@ -170,35 +192,43 @@ def cmd_status(args: argparse.Namespace) -> int:
     session = _session(args)
     ops = Operations(session.pipeline)
     decision = session.pipeline.record_plan_status()
-    if args.update:
-        print("\n".join(ops.consumer_update(args.update)))
-        return 0
-    slos = ops.slos()
+    problems = [p for p in decision.plans if p.problem]
     with session.pipeline.warehouse.connect() as con:
         report = exports.status_report(con)
+    if args.update:
+        print("\n".join(ops.consumer_update(args.update)))
+        return 0 if any(p["partition_key"] == args.update for p in report["partitions"]) else 1
+    slos = ops.slos()
     if args.json:
         report["unreadable_manifests"] = decision.unreadable
+        report["problems"] = [
+            {"load_date": p.load_date, "status": p.status.value, "reason": p.reason} for p in problems
+        ]
         report["slos"] = [{"load_date": k, **v.to_record()} for k, v in slos.items()]
         print(json.dumps(report, indent=2, default=str))
     else:
-        rows = [
-            {
-                "asset": p["asset"],
-                "partition": p["partition_key"],
-                "status": p["status"],
-                "last good": f"v{p['last_good_version']} {str(p['last_good_sha256'])[:12]}"
-                if p["last_good_version"]
-                else "-",
-                "SLO fresh/compl/dur/avail": _slo_cell(slos.get(str(p["partition_key"])))
-                if p["asset"] == "current_orders"
-                else "",
-                "reason": p["reason"] or "",
-            }
-            for p in report["partitions"]
-        ]
-        _print_table(rows)
+        _print_table([_status_row(p, slos) for p in report["partitions"]])
+        for plan in problems:
+            print(f"  {plan.load_date} {plan.status}: {plan.reason}")
+        for text in decision.unreadable:
+            print(f"  unreadable manifest {text}")
     suspect = any(p["status"] == "SUSPECT" for p in report["partitions"])
-    return 1 if suspect or any(p.problem for p in decision.plans) else 0
+    return 1 if suspect or problems or decision.unreadable else 0
+
+
+def _status_row(p: dict[str, object], slos: dict[str, Slo]) -> dict[str, object]:
+    return {
+        "asset": p["asset"],
+        "partition": p["partition_key"],
+        "status": p["status"],
+        "last good": f"v{p['last_good_version']} {str(p['last_good_sha256'])[:12]}"
+        if p["last_good_version"]
+        else "-",
+        "SLO fresh/compl/dur/avail": _slo_cell(slos.get(str(p["partition_key"])))
+        if p["asset"] == "current_orders"
+        else "",
+        "reason": p["reason"] or "",
+    }
 
 
 def _slo_cell(slo: Slo | None) -> str:
@@ -237,6 +267,30 @@ def _print_table(rows: list[dict[str, object]]) -> None:
         print("  ".join(str(r[c]).ljust(w) for c, w in widths.items()))
 
 
+def _name(kind: NameKind) -> Callable[[str], str]:
+    """An argparse type: the value when it is a valid name of ``kind``, else a usage error
+    (exit 2) naming the rule, not the value."""
+
+    def check(value: str) -> str:
+        try:
+            return check_name(kind, value)
+        except BadName as bad:
+            raise argparse.ArgumentTypeError(str(bad)) from None
+
+    return check
+
+
+def _instant(value: str) -> str:
+    try:
+        parse_instant(value, "value")
+    except ManifestError:
+        raise argparse.ArgumentTypeError("not an ISO-8601 instant with a zone") from None
+    return value
+
+
+DAY = _name(NameKind.LOAD_DATE)
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="replay-assets", description=__doc__)
     sub = top.add_subparsers(dest="command", required=True)
@@ -249,17 +303,17 @@ def parser() -> argparse.ArgumentParser:
     add("demo", "run every seed scenario through the Dagster definitions").set_defaults(fn=cmd_demo)
     p = add("land", "write a delivery and its manifest into the landing area")
     p.add_argument("file")
-    p.add_argument("--source", required=True)
-    p.add_argument("--load-date", required=True)
-    p.add_argument("--batch-id")
-    p.add_argument("--ready-at")
+    p.add_argument("--source", required=True, type=_name(NameKind.SOURCE))
+    p.add_argument("--load-date", required=True, type=DAY)
+    p.add_argument("--batch-id", type=_name(NameKind.BATCH_ID))
+    p.add_argument("--ready-at", type=_instant)
     p.add_argument("--adapter", choices=[a.value for a in Adapter], default="native")
     p.set_defaults(fn=cmd_land)
     add("run", "apply everything pending, like the daemon, then report").set_defaults(fn=cmd_run)
     p = add("backfill", "launch a Dagster backfill of a partition range in the backfill lane")
     p.add_argument("--asset", required=True)
-    p.add_argument("--from", dest="from_", required=True)
-    p.add_argument("--to", required=True)
+    p.add_argument("--from", dest="from_", required=True, type=DAY)
+    p.add_argument("--to", required=True, type=DAY)
     p.add_argument("--note", required=True)
     p.add_argument("--wait", action="store_true", help="wait for its runs (starts a daemon if none runs)")
     p.set_defaults(fn=cmd_backfill)
@@ -271,19 +325,21 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(fn=cmd_recovery)
     p = add("resolve", "operator decision on a blocked batch (audited)")
-    p.add_argument("--batch-id", required=True)
+    p.add_argument("--batch-id", required=True, type=_name(NameKind.BATCH_ID))
     p.add_argument("--action", choices=["skip"], required=True)
     p.add_argument("--note", required=True)
     p.set_defaults(fn=cmd_resolve)
     p = add("export", "write a consumer table")
     p.add_argument("table", choices=sorted(exports.TABLES))
-    p.add_argument("--as-of", help="a load date (current_orders, current_customers)")
+    p.add_argument("--as-of", type=DAY, help="a load date (current_orders, current_customers)")
     p.add_argument("--format", choices=["csv", "jsonl", "parquet"], default="csv")
     p.add_argument("--output", help="file to write (required for parquet)")
     p.set_defaults(fn=cmd_export)
     p = add("status", "partition status per asset, with service levels")
     p.add_argument("--json", action="store_true")
-    p.add_argument("--update", metavar="PARTITION", help="the factual update a consumer of PARTITION needs")
+    p.add_argument(
+        "--update", metavar="PARTITION", type=DAY, help="the factual update a consumer of PARTITION needs"
+    )
     p.set_defaults(fn=cmd_status)
     p = add("reconcile", "reconciliation per load date, then re-verify every publication from raw")
     p.set_defaults(fn=cmd_reconcile)
@@ -297,12 +353,18 @@ def _quiet_dagster_warnings() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     _quiet_dagster_warnings()
-    args = parser().parse_args(argv)
+    try:
+        args = parser().parse_args(argv)
+    except SystemExit as stop:  # argparse: --help (0) or a usage error (2), already printed
+        return int(stop.code or 0)
     try:
         return int(args.fn(args))
     except ReplayError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2 if error.code == "REPLAY_USAGE" else 1
+    except SettingsError as error:  # a malformed settings file or environment value
+        print(f"error: {ErrorCode.USAGE}: {error}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ import os
 
 import dagster as dg
 
-from replay_assets.core.config import Settings, config_path, settings_from
+from replay_assets.core.config import Settings, SettingsError, config_path, settings_from
 from replay_assets.core.lanes import CURRENT, LANE_TAG
 from replay_assets.defs.assets import build_assets, build_reverification_checks
 from replay_assets.defs.resources import ReplayResource
@@ -15,7 +15,10 @@ from replay_assets.defs.sensors import build_sensors
 
 def settings_from_environment(home: str | None = None) -> Settings:
     path = config_path(os.environ, home)
-    text = path.read_text(encoding="utf-8") if path.exists() else None
+    try:
+        text = path.read_text(encoding="utf-8") if path.exists() else None
+    except (OSError, UnicodeDecodeError):
+        raise SettingsError(f"{path.name} cannot be read as UTF-8 text") from None
     return settings_from(os.environ, home, text)
 
 

@@ -6,15 +6,36 @@ Only the composition roots (definitions.py, cli.py) pass in ``os.environ`` and f
 from __future__ import annotations
 
 import datetime as dt
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from replay_assets.core import strict_json
 from replay_assets.core.manifest import Limits, parse_instant
+from replay_assets.core.names import BadName, NameKind, check_name
 
 DEFAULT_START = "2020-01-01"
 CONFIG_FILE = "replay-assets.json"
+CONFIG_KEYS = frozenset(
+    {
+        "load_date_start",
+        "business_date_start",
+        "future_tolerance_days",
+        "sources",
+        "fail_once",
+        "retry_backoff_seconds",
+        "slo",
+        "sensor_interval_seconds",
+        "limits",
+        "lock_timeout_seconds",
+    }
+)
+
+
+class SettingsError(ValueError):
+    """The settings file or an environment value is malformed; names the setting and the rule.
+    The command line reports it as a usage error (exit 2) before anything runs."""
 
 
 @dataclass(frozen=True)
@@ -75,28 +96,96 @@ class Settings:
 
 def settings_from(env: Mapping[str, str], home: str | None, config_text: str | None) -> Settings:
     """Build settings: explicit ``home`` > REPLAY_ASSETS_HOME > ``data``; then the config file
-    (``$HOME/replay-assets.json``), then environment overrides."""
-    root = Path(home or env.get("REPLAY_ASSETS_HOME") or "data")
-    cfg = json.loads(config_text) if config_text else {}
+    (``$HOME/replay-assets.json``), then environment overrides. Raises :class:`SettingsError`
+    for a malformed file (not JSON, a duplicated or unknown key, a bad value) or value."""
+    cfg = _config(config_text)
+    try:
+        return _settings(env, Path(home or env.get("REPLAY_ASSETS_HOME") or "data"), cfg)
+    except (ValueError, TypeError) as bad:
+        raise SettingsError(f"settings ({CONFIG_FILE} or REPLAY_ASSETS_*): {bad}") from None
+
+
+def _config(text: str | None) -> dict[str, Any]:
+    try:
+        cfg = strict_json.loads(text) if text else {}
+    except strict_json.DuplicateKey as duplicate:
+        raise SettingsError(f"{CONFIG_FILE}: {duplicate}") from None
+    except (ValueError, RecursionError):
+        raise SettingsError(f"{CONFIG_FILE} is not valid JSON") from None
+    if not isinstance(cfg, dict):
+        raise SettingsError(f"{CONFIG_FILE} is not a JSON object")
+    unknown = sorted(set(cfg) - CONFIG_KEYS)
+    if unknown:
+        raise SettingsError(f"{CONFIG_FILE} has unknown setting {unknown[0]!r}")
+    return cfg
+
+
+def _day(value: Any, name: str) -> str:
+    try:
+        return check_name(NameKind.LOAD_DATE, value)
+    except BadName:
+        raise ValueError(f"{name} is not a calendar date YYYY-MM-DD") from None
+
+
+def _sources(value: Any) -> dict[str, str] | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise ValueError("sources is not an object of source -> first load date")
+    for source, start in value.items():
+        try:
+            check_name(NameKind.SOURCE, source)
+        except BadName as bad:
+            raise ValueError(f"sources: {bad}") from None
+        _day(start, "a source's first load date")
+    return dict(value)
+
+
+def _number(value: Any, name: str, kind: type[int] | type[float]) -> Any:
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise ValueError(f"{name} is not a number")
+    try:
+        number = kind(value)
+    except ValueError:
+        raise ValueError(f"{name} is not a {'whole ' if kind is int else ''}number") from None
+    if number < 0:
+        raise ValueError(f"{name} is negative")
+    return number
+
+
+def _limits(value: Any) -> Limits:
+    """Input limits from the settings file: any subset of :class:`Limits`' fields."""
+    if not isinstance(value, dict):
+        raise ValueError("limits is not an object")
+    unknown = sorted(set(value) - set(Limits.__dataclass_fields__))
+    if unknown:
+        raise ValueError(f"unknown limit {unknown[0]!r}")
+    return Limits(**{name: _number(v, f"limits.{name}", int) for name, v in value.items()})
+
+
+def _settings(env: Mapping[str, str], root: Path, cfg: dict[str, Any]) -> Settings:
     now_text = env.get("REPLAY_ASSETS_NOW")
+    start = env.get("REPLAY_ASSETS_LOAD_DATE_START", cfg.get("load_date_start", DEFAULT_START))
+    business = env.get("REPLAY_ASSETS_BUSINESS_DATE_START", cfg.get("business_date_start", DEFAULT_START))
+    tolerance = env.get("REPLAY_ASSETS_FUTURE_TOLERANCE_DAYS", cfg.get("future_tolerance_days", 1))
+    interval = env.get("REPLAY_ASSETS_SENSOR_INTERVAL_SECONDS", cfg.get("sensor_interval_seconds", 30))
+    slo = cfg.get("slo", {})
+    if not isinstance(slo, dict):
+        raise ValueError("slo is not an object")
     return Settings(
         home=root,
-        load_date_start=env.get("REPLAY_ASSETS_LOAD_DATE_START", cfg.get("load_date_start", DEFAULT_START)),
-        business_date_start=env.get(
-            "REPLAY_ASSETS_BUSINESS_DATE_START", cfg.get("business_date_start", DEFAULT_START)
-        ),
-        future_tolerance_days=int(
-            env.get("REPLAY_ASSETS_FUTURE_TOLERANCE_DAYS", cfg.get("future_tolerance_days", 1))
-        ),
-        sources=cfg.get("sources"),
+        load_date_start=_day(start, "load_date_start"),
+        business_date_start=_day(business, "business_date_start"),
+        future_tolerance_days=_number(tolerance, "future_tolerance_days", int),
+        sources=_sources(cfg.get("sources")),
         fixed_now=parse_instant(now_text, "REPLAY_ASSETS_NOW") if now_text else None,
         fail_point=env.get("REPLAY_ASSETS_FAIL_POINT") or None,
         fail_once=env.get("REPLAY_ASSETS_FAIL_ONCE") or cfg.get("fail_once") or None,
-        retry_backoff_seconds=float(cfg.get("retry_backoff_seconds", 5.0)),
-        slo=slo_policy(cfg.get("slo", {})),
-        sensor_interval_seconds=int(
-            env.get("REPLAY_ASSETS_SENSOR_INTERVAL_SECONDS", cfg.get("sensor_interval_seconds", 30))
-        ),
+        retry_backoff_seconds=_number(cfg.get("retry_backoff_seconds", 5.0), "retry_backoff_seconds", float),
+        slo=slo_policy(slo),
+        sensor_interval_seconds=_number(interval, "sensor_interval_seconds", int),
+        limits=_limits(cfg.get("limits", {})),
+        lock_timeout_seconds=_number(cfg.get("lock_timeout_seconds", 60.0), "lock_timeout_seconds", float),
     )
 
 

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from replay_assets.core import strict_json
 from replay_assets.core.errors import RejectReason, Violation
 
 SCHEMA_VERSION = 1
@@ -197,10 +198,16 @@ def _check_image(entity: Entity, key: dict[str, Any], after: Any, ctx: Validatio
 
 
 def _parse(line: str, ctx: ValidationContext) -> Outcome:
-    if len(line.encode("utf-8")) > ctx.max_line_bytes:
+    try:
+        size = len(line.encode("utf-8"))
+    except UnicodeEncodeError:  # undecodable bytes kept as surrogates: never repaired
+        raise _Reject(RejectReason.INVALID_UTF8, "line is not valid UTF-8") from None
+    if size > ctx.max_line_bytes:
         raise _Reject(RejectReason.LINE_TOO_LONG, f"line exceeds {ctx.max_line_bytes} bytes")
     try:
-        obj = json.loads(line)
+        obj = strict_json.loads(line)
+    except strict_json.DuplicateKey as duplicate:
+        raise _Reject(RejectReason.DUPLICATE_KEY, str(duplicate)) from None
     except (ValueError, RecursionError):
         raise _Reject(RejectReason.MALFORMED_JSON, "line is not valid JSON") from None
     if not isinstance(obj, dict):
@@ -302,7 +309,7 @@ def parse_event(line: str, ctx: ValidationContext) -> Outcome:
 
 def _event_id_if_readable(line: str) -> str | None:
     try:
-        obj = json.loads(line)
+        obj = strict_json.loads(line)  # a duplicated key makes even the event id ambiguous
         event_id = obj.get("event_id") if isinstance(obj, dict) else None
         if isinstance(event_id, str):
             event_id.encode("utf-8")

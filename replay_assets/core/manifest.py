@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import datetime as dt
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from replay_assets.core.events import ID_PATTERN, canonical_json, sha256_text
+from replay_assets.core import names, strict_json
+from replay_assets.core.events import canonical_json, sha256_text
+from replay_assets.core.names import FILE_NAME, BadName, NameKind, check_name, is_name
 
-FILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,199}")
 SHA256 = re.compile(r"[0-9a-f]{64}")
 MANIFEST_SUFFIX = ".manifest.json"
 MANIFEST_FIELDS = frozenset(
@@ -94,7 +94,9 @@ def parse_manifest(text: str, limits: Limits) -> Manifest:
     if len(text.encode("utf-8")) > limits.manifest_bytes:
         raise ManifestError(f"manifest exceeds {limits.manifest_bytes} bytes")
     try:
-        obj = json.loads(text)
+        obj = strict_json.loads(text)
+    except strict_json.DuplicateKey as duplicate:
+        raise ManifestError(f"manifest is not valid: {duplicate}") from None
     except (ValueError, RecursionError):
         raise ManifestError("manifest is not valid JSON") from None
     if not isinstance(obj, dict):
@@ -105,9 +107,11 @@ def parse_manifest(text: str, limits: Limits) -> Manifest:
     unknown = sorted(set(obj) - MANIFEST_FIELDS)
     if unknown:
         raise ManifestError(f"manifest has unknown field {unknown[0]!r}")
-    for name in ("source", "batch_id"):
-        if not isinstance(obj[name], str) or not ID_PATTERN.fullmatch(obj[name]):
-            raise ManifestError(f"field {name!r} is not a valid id")
+    for name, kind in (("source", NameKind.SOURCE), ("batch_id", NameKind.BATCH_ID)):
+        try:
+            check_name(kind, obj[name])
+        except BadName as bad:
+            raise ManifestError(f"field {name!r} is not valid: {bad}") from None
     return _build(obj, limits)
 
 
@@ -121,9 +125,7 @@ def _build(obj: dict[str, Any], limits: Limits) -> Manifest:
     if len({f.path for f in parsed}) != len(parsed):
         raise ManifestError("'files' names a file twice")
     supersedes = obj.get("supersedes", [])
-    if not isinstance(supersedes, list) or not all(
-        isinstance(b, str) and ID_PATTERN.fullmatch(b) for b in supersedes
-    ):
+    if not isinstance(supersedes, list) or not all(is_name(NameKind.BATCH_ID, b) for b in supersedes):
         raise ManifestError("'supersedes' is not a list of batch ids")
     low, high = _int(obj, "source_seq_low", True), _int(obj, "source_seq_high", True)
     if low is not None and high is not None and low > high:
@@ -145,12 +147,10 @@ def _build(obj: dict[str, Any], limits: Limits) -> Manifest:
 
 
 def parse_day(value: Any, name: str) -> dt.date:
-    if not isinstance(value, str) or not re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
-        raise ManifestError(f"field {name!r} is not YYYY-MM-DD")
     try:
-        return dt.date.fromisoformat(value)
-    except ValueError:
-        raise ManifestError(f"field {name!r} is not a calendar date") from None
+        return names.parse_day(value)
+    except BadName:
+        raise ManifestError(f"field {name!r} is not a calendar date YYYY-MM-DD") from None
 
 
 def parse_instant(value: Any, name: str) -> dt.datetime:
@@ -170,6 +170,7 @@ class FileFacts:
     present: bool
     size: int
     modified_ns: int = 0
+    irregular: str | None = None  # why the name is not a regular file (symlink, FIFO, directory)
 
 
 def cheap_readiness(
@@ -182,6 +183,8 @@ def cheap_readiness(
         facts = files.get(f.path)
         if facts is None or not facts.present:
             return f"file {f.path} is missing"
+        if facts.irregular is not None:
+            return f"file {f.path} is not a regular file in the delivery folder ({facts.irregular})"
         if f.bytes is not None and facts.size != f.bytes:
             return f"file {f.path} has {facts.size} bytes, manifest says {f.bytes}"
         if facts.size > limits.file_bytes:

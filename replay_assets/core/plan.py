@@ -129,11 +129,41 @@ def plan_load_dates(
     last = max(d.load_date for d in inside)
     superseded = {b for d in inside for b in d.supersedes}
     latest = max(facts.applied, default="")
+    owners = batch_owners(deliveries, facts.landed)
     plans = [
-        _plan_date(day, inside, facts, starts, superseded, latest, last)
+        _plan_date(day, inside, facts, owners, starts, superseded, latest, last)
         for day in days(min(starts.values()), last)
     ]
     return _progress(plans) + outside
+
+
+def batch_owners(deliveries: Sequence[Delivery], landed: Mapping[str, str]) -> dict[str, Delivery | str]:
+    """Which delivery owns each batch id: the one landed before (its manifest hash), else the
+    first by (load date, ready_at, source). A batch id is unique across sources and load dates,
+    so every other delivery under the same id is a reuse that fails closed; none replaces or
+    hides the owner."""
+    owners: dict[str, Delivery | str] = dict(landed)
+    for d in sorted(deliveries, key=lambda d: (d.load_date, d.ready_at, d.source)):
+        owners.setdefault(d.batch_id, d)
+    return owners
+
+
+def _owned(d: Delivery, owners: Mapping[str, Delivery | str]) -> bool:
+    owner = owners[d.batch_id]
+    return (owner if isinstance(owner, str) else owner.manifest_sha256) == d.manifest_sha256
+
+
+def _reuse_reason(d: Delivery, owners: Mapping[str, Delivery | str]) -> str:
+    owner = owners[d.batch_id]
+    held = (
+        "a delivery landed before with other content"
+        if isinstance(owner, str)
+        else f"source {owner.source} for load date {owner.load_date}"
+    )
+    return (
+        f"REPLAY_BATCH_ID_REUSED: batch {d.batch_id} of source {d.source} for load date "
+        f"{d.load_date} reuses a batch id held by {held}; nothing of it applies"
+    )
 
 
 def _derived_starts(deliveries: Sequence[Delivery]) -> dict[str, str]:
@@ -147,13 +177,14 @@ def _plan_date(
     day: str,
     deliveries: Sequence[Delivery],
     facts: WarehouseFacts,
+    owners: Mapping[str, Delivery | str],
     starts: Mapping[str, str],
     superseded: set[str],
     latest: str,
     last: str,
 ) -> DatePlan:
     of_day = [d for d in deliveries if d.load_date == day]
-    reused = [d for d in of_day if facts.landed.get(d.batch_id, d.manifest_sha256) != d.manifest_sha256]
+    reused = [d for d in of_day if not _owned(d, owners)]
     active = tuple(
         sorted(
             (
@@ -175,7 +206,8 @@ def _plan_date(
         (facts.blocked[(day, k)] for k in (identity, attempt_key, gate_key) if (day, k) in facts.blocked),
         None,
     )
-    status, reason = _status(day, identity, facts, latest, last, reused, not_ready, missing, blocked)
+    reuse = _reuse_reason(reused[0], owners) if reused else ""
+    status, reason = _status(day, identity, facts, latest, last, reuse, not_ready, missing, blocked)
     return DatePlan(day, status, reason, identity, active, attempt_key, gate_key)
 
 
@@ -185,17 +217,11 @@ def _status(
     facts: WarehouseFacts,
     latest: str,
     last: str,
-    reused: list[Delivery],
+    reuse: str,
     not_ready: list[Delivery],
     missing: list[str],
     blocked: tuple[DateStatus, str] | None,
 ) -> tuple[DateStatus, str]:
-    reuse = (
-        f"REPLAY_BATCH_ID_REUSED: batch {reused[0].batch_id} was landed before with other content; "
-        "nothing of it applies"
-        if reused
-        else ""
-    )
     if day in facts.applied:
         if facts.applied[day] == identity or not_ready or missing:
             note = f"new delivery not ready: {not_ready[0].not_ready}" if not_ready else ""

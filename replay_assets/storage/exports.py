@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TextIO
 
 import duckdb
@@ -34,6 +35,21 @@ def table(con: duckdb.DuckDBPyConnection, name: str, as_of: str | None) -> pl.Da
     if name not in TABLES:
         raise ReplayError(ErrorCode.USAGE, f"unknown table {name}")
     return query_frame(con, TABLES[name])
+
+
+def check_output(output: str, home: Path) -> str:
+    """``--output`` checked before anything is read: never inside the home (its warehouse,
+    published copy, landing area and instance are the pipeline's own state), and into a folder
+    that exists. Raises a usage error otherwise."""
+    target = Path(output).resolve()
+    root = home.resolve()
+    if target == root or root in target.parents:
+        raise ReplayError(ErrorCode.USAGE, "--output is inside the home folder; write exports elsewhere")
+    if not target.parent.is_dir():
+        raise ReplayError(ErrorCode.USAGE, "the folder of --output does not exist")
+    if target.is_dir():
+        raise ReplayError(ErrorCode.USAGE, "--output is a folder; name a file")
+    return str(target)
 
 
 def write(frame: pl.DataFrame, fmt: str, output: str | None, stdout: TextIO) -> None:

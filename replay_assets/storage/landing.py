@@ -112,7 +112,7 @@ def land_batch(
     events = 0
     for f in files:
         where = {**base, "source_file": f.name}
-        for chunk in hashed_chunks(f.chunks()):
+        for chunk in hashed_chunks(f.chunks(line_bytes=ctx.max_line_bytes)):
             events += _land_chunk(con, where, chunk, ctx, now, rejected, violations)
     _insert_manifest(con, manifest, files, events, now)
     if rejected:
@@ -141,9 +141,17 @@ def _land_chunk(
         {"line": chunk.lines, "sha256": chunk.sha256}, schema={"line": pl.String, "sha256": pl.String}
     ).with_row_index("line_number", chunk.first)
     frame = frame.with_columns(pl.col("line_number").cast(pl.Int64))
-    frame = frame.with_columns(validation.candidates(frame, ctx.max_line_bytes).alias("is_candidate"))
+    read_problems = list(chunk.problems)
+    candidate = validation.candidates(frame, ctx.max_line_bytes)
+    if read_problems:  # rejected while reading: never validated, never certified
+        candidate = candidate & ~frame["line_number"].is_in(read_problems)
+    frame = frame.with_columns(candidate.alias("is_candidate"))
     others = frame.filter(~pl.col("is_candidate"))
-    blank = [number for number, line in others.select("line_number", "line").iter_rows() if not line.strip()]
+    blank = [
+        number
+        for number, line in others.select("line_number", "line").iter_rows()
+        if not line.strip() and number not in chunk.problems
+    ]
     present = frame.filter(~pl.col("line_number").is_in(blank)) if blank else frame
     names = ["batch_id", "source", "load_date", "source_file"]
     values = {n: where[n] for n in names}
@@ -174,7 +182,8 @@ def _land_chunk(
     slow_staged = []
     for number, line in slow.select("line_number", "line").iter_rows():
         where_row = {**where, "line_number": number}
-        outcome = parse_event(line, ctx)
+        problem = chunk.problems.get(number)
+        outcome = Rejection(problem.reason, problem.detail) if problem else parse_event(line, ctx)
         if isinstance(outcome, Event):
             slow_staged.append(_staged_row(where_row, outcome))
         elif isinstance(outcome, Rejection):

@@ -10,13 +10,14 @@ import datetime as dt
 import hashlib
 import io
 import os
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
 import polars as pl
 
+from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.events import canonical_json
 from replay_assets.core.manifest import (
     MANIFEST_SUFFIX,
@@ -29,10 +30,19 @@ from replay_assets.core.manifest import (
     parse_manifest,
     verify_file,
 )
+from replay_assets.core.names import NameKind, check_name, is_name
 from replay_assets.core.plan import Delivery
+from replay_assets.storage.safe_files import (
+    LineProblem,
+    NotRegularFile,
+    open_regular,
+    read_bounded,
+    regular_size,
+    text_lines,
+)
 
-BLOCK_BYTES = 16 << 20  # read size when streaming a delivery file
 CHUNK_LINES = 250_000  # lines landed per statement: bounds memory whatever the file's size
+RawChunk = tuple[int, list[str], dict[int, LineProblem]]  # first line number, lines, problems by number
 
 
 @dataclass(frozen=True)
@@ -45,18 +55,52 @@ class Seen:
 
 
 def scan(landing: Path, limits: Limits) -> list[Seen]:
-    """Every manifest under ``landing``, sorted by path; unreadable ones carry their reason."""
+    """Every manifest under ``landing/<source>/<load_date>/``, sorted by path; unreadable ones
+    carry their reason. Folders and manifests are taken only as plain folders and regular files
+    whose names are valid for their kind: a symlink, FIFO or odd name is reported, never
+    followed or opened."""
     found = []
-    for path in sorted(landing.glob(f"*/*/*{MANIFEST_SUFFIX}")):
+    for path in _manifest_paths(landing):
         try:
-            if path.stat().st_size > limits.manifest_bytes:
-                raise ManifestError(f"manifest exceeds {limits.manifest_bytes} bytes")
-            manifest = parse_manifest(path.read_text(encoding="utf-8"), limits)
+            if not is_name(NameKind.SOURCE, path.parent.parent.name):
+                raise ManifestError("the source folder's name is not a valid source")
+            if not is_name(NameKind.LOAD_DATE, path.parent.name):
+                raise ManifestError("the load-date folder's name is not a calendar date YYYY-MM-DD")
+            data = read_bounded(path.parent, path.name, limits.manifest_bytes)
+            manifest = parse_manifest(data.decode("utf-8"), limits)
             _check_place(path, manifest)
             found.append(Seen(path, manifest, None))
-        except (ManifestError, UnicodeDecodeError, OSError) as exc:
+        except UnicodeDecodeError:
+            found.append(Seen(path, None, "manifest is not valid UTF-8"))
+        except (ManifestError, OSError, ValueError) as exc:
             found.append(Seen(path, None, str(exc)))
     return found
+
+
+def _manifest_paths(landing: Path) -> list[Path]:
+    """Paths of ``<source>/<load_date>/*.manifest.json`` without following symlinked folders;
+    a symlinked folder is returned as a manifest path of its own so the scan reports it."""
+    paths: list[Path] = []
+    for source in _entries(landing):
+        if not source.is_dir(follow_symlinks=False):
+            if source.is_symlink():
+                paths.append(Path(source.path) / f"(symlink){MANIFEST_SUFFIX}")
+            continue
+        for day in _entries(Path(source.path)):
+            if day.is_symlink():
+                paths.append(Path(day.path) / f"(symlink){MANIFEST_SUFFIX}")
+            elif day.is_dir(follow_symlinks=False):
+                entries = _entries(Path(day.path))
+                paths += [Path(e.path) for e in entries if e.name.endswith(MANIFEST_SUFFIX)]
+    return sorted(paths)
+
+
+def _entries(folder: Path) -> list[os.DirEntry[str]]:
+    try:
+        with os.scandir(folder) as it:
+            return [entry for entry in it if not entry.name.startswith(".")]
+    except (FileNotFoundError, NotADirectoryError):
+        return []
 
 
 def _check_place(path: Path, manifest: Manifest) -> None:
@@ -70,8 +114,11 @@ def file_facts(folder: Path, manifest: Manifest) -> dict[str, FileFacts]:
     facts = {}
     for f in manifest.files:
         try:
-            stat = (folder / f.path).stat()
-            facts[f.path] = FileFacts(True, stat.st_size, stat.st_mtime_ns)
+            size = regular_size(folder / f.path)
+            modified = (folder / f.path).lstat().st_mtime_ns if size is not None else 0
+            facts[f.path] = FileFacts(size is not None, size or 0, modified)
+        except NotRegularFile as odd:
+            facts[f.path] = FileFacts(True, 0, 0, irregular=str(odd))
         except FileNotFoundError:
             facts[f.path] = FileFacts(False, 0)
     return facts
@@ -115,55 +162,65 @@ class DeliveryFile:
 
     @property
     def size(self) -> int:
-        return self.path.stat().st_size
+        return self.path.lstat().st_size
 
-    def chunks(self, size: int = CHUNK_LINES) -> Generator[tuple[int, list[str]], None, None]:
+    def chunks(
+        self, size: int = CHUNK_LINES, line_bytes: int = Limits.line_bytes
+    ) -> Generator[RawChunk, None, None]:
         """Every line, empty ones included (so numbers match the file), as ``(number of the
-        first line, lines)`` of at most ``size`` lines. After the last chunk the file is verified
-        against its manifest; a mismatch raises :class:`DeliveryMismatch`, so the caller must
-        discard what it did with the chunks (the landing transaction rolls back)."""
+        first line, lines, problems)`` of at most ``size`` lines; problems maps a line number to
+        why it was rejected while reading (over ``line_bytes``, not UTF-8). After the last chunk
+        the file is verified against its manifest; a mismatch raises :class:`DeliveryMismatch`,
+        so the caller must discard what it did with the chunks (the landing transaction rolls
+        back). The file is opened only as a regular file inside its folder."""
         digest = hashlib.sha256()
         number, events = 1, 0
         pending: list[str] = []
+        problems: dict[int, LineProblem] = {}
         try:
-            with self.path.open("rb") as fh:
-                for lines in _line_blocks(self.name, fh, digest):
-                    events += sum(1 for line in lines if line[:1] == "{" or line.strip())
+            with open_regular(self.path.parent, self.path.name) as fh:
+                blocks = (
+                    iter([(parquet_lines(_read_all(fh, digest)), {})])
+                    if self.name.endswith(".parquet")
+                    else text_lines(fh, digest, line_bytes)
+                )
+                for lines, found in blocks:
+                    events += sum(
+                        1 for i, line in enumerate(lines) if line[:1] == "{" or line.strip() or i in found
+                    )
+                    base = number + len(pending)
+                    problems.update({base + i: p for i, p in found.items()})
                     pending += lines
                     while len(pending) >= size:
-                        yield number, pending[:size]
+                        yield number, pending[:size], _take(problems, number + size)
                         number, pending = number + size, pending[size:]
                 if pending:
-                    yield number, pending
+                    yield number, pending, _take(problems, number + len(pending))
         except FileNotFoundError as missing:
             raise DeliveryMismatch(f"file {self.name} is missing") from missing
+        except NotRegularFile as odd:
+            raise DeliveryMismatch(f"file {self.name}: {odd}") from odd
         problem = verify_file(self.declared, digest.hexdigest(), events)
         if problem:
             raise DeliveryMismatch(problem)
 
 
+def _take(problems: dict[int, LineProblem], below: int) -> dict[int, LineProblem]:
+    """Remove and return the problems of line numbers below ``below``."""
+    taken = {n: p for n, p in problems.items() if n < below}
+    for n in taken:
+        del problems[n]
+    return taken
+
+
+def _read_all(fh: BinaryIO, digest: Any) -> bytes:
+    data = fh.read()
+    digest.update(data)
+    return data
+
+
 def delivery_files(folder: Path, manifest: Manifest) -> list[DeliveryFile]:
     return [DeliveryFile(declared, folder / declared.path) for declared in manifest.files]
-
-
-def _line_blocks(name: str, fh: BinaryIO, digest: Any) -> Iterator[list[str]]:
-    """A file's lines in blocks of whole lines (text files are read ``BLOCK_BYTES`` at a time and
-    split after a newline, where no UTF-8 sequence can be cut), feeding ``digest`` as it reads."""
-    if name.endswith(".parquet"):
-        data = fh.read()
-        digest.update(data)
-        yield parquet_lines(data)
-        return
-    rest = b""
-    while block := fh.read(BLOCK_BYTES):
-        digest.update(block)
-        block = rest + block
-        cut = block.rfind(b"\n") + 1
-        rest = block[cut:]
-        if cut:
-            yield block[:cut].decode("utf-8", errors="replace").split("\n")[:-1]
-    if rest:
-        yield [rest.decode("utf-8", errors="replace")]
 
 
 def parquet_lines(data: bytes) -> list[str]:
@@ -196,18 +253,82 @@ def write_delivery(
     supersedes: Sequence[str] = (),
     parquet: bytes | None = None,
 ) -> Path:
-    """Write one delivery (data file, then manifest) atomically; returns the manifest path.
-    ``parquet`` (file content) replaces ``lines`` for a Parquet delivery."""
+    """Write one delivery (data file, then manifest) atomically, replacing what was there (a
+    source re-delivering; tests and seed scenarios); returns the manifest path. ``parquet``
+    (file content) replaces ``lines`` for a Parquet delivery."""
+    content = _delivery(source, load_date, batch_id, lines, ready_at, seq_range, supersedes, parquet)
     folder = landing / source / load_date
     folder.mkdir(parents=True, exist_ok=True)
+    for name, data in content:
+        atomic_write(folder / name, data)
+    return folder / content[-1][0]
+
+
+def create_delivery(
+    landing: Path,
+    source: str,
+    load_date: str,
+    batch_id: str,
+    lines: Sequence[str],
+    ready_at: str,
+    parquet: bytes | None = None,
+) -> tuple[Path, bool]:
+    """``replay-assets land``: names validated before anything is touched; never replaces a
+    file. A batch id is unique across sources and load dates: one already used elsewhere, or
+    here with other content, fails closed with REPLAY_BATCH_ID_REUSED. The identical delivery
+    again is a no-op. Returns the manifest path and whether anything was written."""
+    for kind, value in (
+        (NameKind.SOURCE, source),
+        (NameKind.BATCH_ID, batch_id),
+        (NameKind.LOAD_DATE, load_date),
+    ):
+        check_name(kind, value)
+    content = _delivery(source, load_date, batch_id, lines, ready_at, None, (), parquet)
+    folder = landing / source / load_date
+    manifest = folder / content[-1][0]
+    elsewhere = [p for p in _manifest_paths(landing) if p.name == manifest.name and p != manifest]
+    if elsewhere:
+        where = elsewhere[0].relative_to(landing).parent
+        raise ReplayError(ErrorCode.BATCH_ID_REUSED, f"batch {batch_id} is already used by {where}")
+    if all(_same_file(folder, name, data) for name, data in content):
+        return manifest, False
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, data in content:
+        if not atomic_create(folder / name, data):
+            raise ReplayError(
+                ErrorCode.BATCH_ID_REUSED,
+                f"batch {batch_id} is already in {source}/{load_date} with other content",
+            )
+    return manifest, True
+
+
+def _same_file(folder: Path, name: str, data: bytes) -> bool:
+    try:
+        return read_bounded(folder, name, len(data)) == data
+    except (OSError, ValueError):
+        return False
+
+
+def _delivery(
+    source: str,
+    load_date: str,
+    batch_id: str,
+    lines: Sequence[str],
+    ready_at: str,
+    seq_range: tuple[int, int] | None,
+    supersedes: Sequence[str],
+    parquet: bytes | None,
+) -> list[tuple[str, bytes]]:
+    """The files of one delivery, as (name, content), the manifest last."""
     if parquet is not None:
         data, data_name, events = parquet, f"{batch_id}.parquet", len(parquet_lines(parquet))
     else:
         data = "".join(f"{line}\n" for line in lines).encode("utf-8")
         data_name, events = f"{batch_id}.jsonl", sum(1 for line in lines if line.strip())
     files = []
+    content = []
     if data:
-        atomic_write(folder / data_name, data)
+        content.append((data_name, data))
         files.append(
             {
                 "path": data_name,
@@ -228,9 +349,8 @@ def write_delivery(
         manifest["source_seq_low"], manifest["source_seq_high"] = seq_range
     if supersedes:
         manifest["supersedes"] = list(supersedes)
-    path = folder / f"{batch_id}{MANIFEST_SUFFIX}"
-    atomic_write(path, canonical_json(manifest).encode("utf-8"))
-    return path
+    content.append((f"{batch_id}{MANIFEST_SUFFIX}", canonical_json(manifest).encode("utf-8")))
+    return content
 
 
 def atomic_write(path: Path, data: bytes) -> None:
@@ -239,6 +359,23 @@ def atomic_write(path: Path, data: bytes) -> None:
     with open(tmp, "wb") as fh:
         fh.write(data)
     atomic_replace(tmp, path)
+
+
+def atomic_create(path: Path, data: bytes) -> bool:
+    """Like :func:`atomic_write`, but never replaces: False when ``path`` exists with other
+    content (a hard link of the finished temp file either creates the name or fails)."""
+    tmp = temp_path(path)
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+        os.fsync(fh.fileno())
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        return _same_file(path.parent, path.name, data)
+    finally:
+        tmp.unlink()
+    _fsync_folder(path.parent)
+    return True
 
 
 def temp_path(path: Path) -> Path:
@@ -250,7 +387,11 @@ def atomic_replace(tmp: Path, path: Path) -> None:
     with open(tmp, "rb+") as fh:
         os.fsync(fh.fileno())
     os.replace(tmp, path)
-    dir_fd = os.open(path.parent, os.O_RDONLY)
+    _fsync_folder(path.parent)
+
+
+def _fsync_folder(folder: Path) -> None:
+    dir_fd = os.open(folder, os.O_RDONLY)
     try:
         os.fsync(dir_fd)
     finally:

@@ -62,17 +62,20 @@ class Pipeline:
             sleep_real(seconds)
 
     def _scan(self) -> tuple[dict[str, landing_area.Seen], list[str]]:
+        """Readable manifests by their content hash (never by batch id alone: a batch id used
+        twice must be seen twice, so the plan can fail the second use closed), and the reasons
+        of the unreadable ones."""
         seen = landing_area.scan(self.settings.landing, self.settings.limits)
         unreadable = [f"{s.path.relative_to(self.settings.landing)}: {s.error}" for s in seen if s.error]
-        return {s.manifest.batch_id: s for s in seen if s.manifest}, unreadable
+        return {s.manifest.sha256: s for s in seen if s.manifest}, unreadable
 
     def _decide(self, con: duckdb.DuckDBPyConnection) -> tuple[Decision, dict[str, landing_area.Seen]]:
-        by_batch, unreadable = self._scan()
+        by_sha, unreadable = self._scan()
         now = self.now()
-        deliveries = [landing_area.to_delivery(s, now, self.settings.limits) for s in by_batch.values()]
+        deliveries = [landing_area.to_delivery(s, now, self.settings.limits) for s in by_sha.values()]
         window = (self.settings.load_date_start, now.date().isoformat())
         plans = plan_load_dates(deliveries, warehouse_facts(con), window, self.settings.sources)
-        return Decision(plans, next_to_apply(plans), unreadable), by_batch
+        return Decision(plans, next_to_apply(plans), unreadable), by_sha
 
     def decide(self, timeout: float | None = None) -> Decision:
         """What applies next and why the rest waits; ``timeout=0`` for sensors (never wait)."""
@@ -85,13 +88,15 @@ class Pipeline:
         records BLOCKED_UPSTREAM naming the file and lands nothing."""
         try:
             with self.warehouse.transaction() as con:
-                decision, by_batch = self._decide(con)
+                decision, by_sha = self._decide(con)
                 plan = _plan_for(decision, load_date)
                 if plan.status not in APPLICABLE:
                     raise ReplayError(
                         ErrorCode.NOT_READY, f"load date {load_date} is {plan.status}: {plan.reason}"
                     )
-                return [self._land_batch(con, by_batch[d.batch_id], load_date, run_id) for d in plan.batches]
+                return [
+                    self._land_batch(con, by_sha[d.manifest_sha256], load_date, run_id) for d in plan.batches
+                ]
         except landing_area.DeliveryMismatch as mismatch:
             problem = str(mismatch)
         with self.warehouse.transaction() as con:
@@ -314,18 +319,28 @@ class Pipeline:
         return contiguous_ranges(dates), sha256_text(canonical_json([list(r) for r in rows]))
 
     def resolve(self, batch_id: str, note: str, operator: str) -> None:
-        """Operator decision to skip a blocked batch (audited); its load date can then apply."""
+        """Operator decision to skip a batch that blocks its load date (audited); the date can
+        then apply without it. A batch that blocks nothing is refused: skipping a healthy batch
+        would apply its load date without its events."""
         with self.warehouse.transaction() as con:
-            decision, by_batch = self._decide(con)
-            known = one(con, "SELECT 1 FROM manifests WHERE batch_id = ?", [batch_id])
-            if batch_id not in by_batch and not known:
+            decision, by_sha = self._decide(con)
+            manifests = [s.manifest for s in by_sha.values() if s.manifest]
+            delivered = [m for m in manifests if m.batch_id == batch_id]
+            known = one(con, "SELECT load_date FROM manifests WHERE batch_id = ?", [batch_id])
+            if not delivered and not known:
                 raise ReplayError(ErrorCode.UNKNOWN_BATCH, f"no delivery with batch id {batch_id}")
-            manifest = by_batch[batch_id].manifest if batch_id in by_batch else None
-            day = manifest.load_date if manifest is not None else None
-            if day is not None and _plan_for(decision, day).status is DateStatus.APPLIED:
-                raise ReplayError(ErrorCode.USAGE, f"batch {batch_id} belongs to an applied load date")
+            days = sorted({m.load_date for m in delivered} | ({str(known[0])} if known else set()))
+            plans = [_plan_for(decision, day) for day in days]
+            if not any(_blocks(con, plan, batch_id) for plan in plans):
+                states = ", ".join(f"{p.load_date} {p.status}" for p in plans)
+                raise ReplayError(
+                    ErrorCode.USAGE,
+                    f"batch {batch_id} does not block its load date ({states}); only a batch that "
+                    "blocks a BLOCKED or BLOCKED_UPSTREAM load date can be skipped",
+                )
             con.execute(
-                "INSERT OR REPLACE INTO batch_resolutions VALUES (?, 'skip', ?, ?, ?)",
+                """INSERT OR REPLACE INTO batch_resolutions (batch_id, action, note, operator, resolved_at)
+                   VALUES (?, 'skip', ?, ?, ?)""",
                 [batch_id, note, operator, self.now()],
             )
             con.execute("UPDATE reconciliation SET status = 'SKIPPED' WHERE batch_id = ?", [batch_id])
@@ -369,6 +384,22 @@ class Pipeline:
                         self.now(),
                     )
             return decision
+
+
+def _blocks(con: duckdb.DuckDBPyConnection, plan: DatePlan, batch_id: str) -> bool:
+    """Whether ``batch_id`` is what blocks ``plan``'s load date: a contract violation of its
+    own, or its delivery is the one not ready (named by the reason)."""
+    if plan.status is DateStatus.BLOCKED:
+        violated = one(
+            con,
+            "SELECT 1 FROM batch_violations WHERE batch_id = ? AND load_date = ?",
+            [batch_id, plan.load_date],
+        )
+        return violated is not None and batch_id in {d.batch_id for d in plan.batches}
+    if plan.status is DateStatus.BLOCKED_UPSTREAM:
+        named = any(f"batch {batch_id}{end}" in plan.reason for end in (" ", ":"))
+        return any(d.batch_id == batch_id and (d.not_ready or named) for d in plan.batches)
+    return False
 
 
 def _plan_for(decision: Decision, load_date: str) -> DatePlan:

@@ -9,29 +9,38 @@ import hashlib
 import queue
 import threading
 from collections.abc import Generator, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from replay_assets.storage.safe_files import LineProblem
 
 
 @dataclass(frozen=True)
 class Chunk:
     first: int  # number of the first line
     lines: list[str]
-    sha256: list[str]  # sha256 of each line's UTF-8 bytes
+    sha256: list[str]  # sha256 of each line's raw bytes
+    problems: dict[int, LineProblem] = field(default_factory=dict)  # by line number: rejected on reading
 
 
 class _Done:
     pass
 
 
-def hashed_chunks(chunks: Generator[tuple[int, list[str]], None, None]) -> Iterator[Chunk]:
-    """``chunks`` read one ahead in a thread, each line with its sha256."""
+def hashed_chunks(
+    chunks: Generator[tuple[int, list[str], dict[int, LineProblem]], None, None],
+) -> Iterator[Chunk]:
+    """``chunks`` read one ahead in a thread, each line with the sha256 of its raw bytes (a line
+    rejected on reading holds evidence text: its problem carries the raw bytes' hash)."""
     ready: queue.Queue[Chunk | BaseException | _Done] = queue.Queue(maxsize=1)
     stop = threading.Event()
 
     def read() -> None:
         try:
-            for first, lines in chunks:
-                ready.put(Chunk(first, lines, [hashlib.sha256(s.encode()).hexdigest() for s in lines]))
+            for first, lines, problems in chunks:
+                digests = [hashlib.sha256(s.encode()).hexdigest() for s in lines]
+                for number, problem in problems.items():
+                    digests[number - first] = problem.sha256
+                ready.put(Chunk(first, lines, digests, problems))
                 if stop.is_set():
                     chunks.close()
                     return

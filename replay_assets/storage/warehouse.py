@@ -82,8 +82,14 @@ class Warehouse:
         try:
             return duckdb.connect(str(self.path), config={"memory_limit": MEMORY_LIMIT})
         except duckdb.IOException as exc:
+            if "lock" in str(exc).lower():
+                raise ReplayError(
+                    ErrorCode.WAREHOUSE_BUSY, f"{self.path.name} is open in another process"
+                ) from exc
             raise ReplayError(
-                ErrorCode.WAREHOUSE_BUSY, f"{self.path.name} is open in another process"
+                ErrorCode.WAREHOUSE_UNREADABLE,
+                f"{self.path.name} cannot be opened as a DuckDB database (damaged or not a warehouse); "
+                "restore it from a backup",
             ) from exc
 
 

@@ -114,6 +114,32 @@ REJECT_CASES: list[tuple[str, str, ValidationContext, RejectReason]] = [
     ("json-number", "42", CTX, RejectReason.MALFORMED_JSON),
     ("json-null", "null", CTX, RejectReason.MALFORMED_JSON),
     ("deep-nesting", "[" * 100_000 + "]" * 100_000, CTX, RejectReason.MALFORMED_JSON),
+    # DUPLICATE_KEY: never "last one wins", at any depth
+    (
+        "duplicate-top-key",
+        line(order_obj()).replace('"op": ', '"op": "delete", "op": '),
+        CTX,
+        RejectReason.DUPLICATE_KEY,
+    ),
+    (
+        "duplicate-image-key",
+        line(order_obj()).replace('"amount_minor": ', '"amount_minor": 1, "amount_minor": '),
+        CTX,
+        RejectReason.DUPLICATE_KEY,
+    ),
+    (
+        "duplicate-key-key",
+        line(order_obj()).replace('"key": {', '"key": {"line_no": 9, '),
+        CTX,
+        RejectReason.DUPLICATE_KEY,
+    ),
+    # INVALID_UTF8: bytes that are not UTF-8, decoded with surrogateescape
+    (
+        "invalid-utf8",
+        b'{"event_id": "e\xff"}'.decode("utf-8", "surrogateescape"),
+        CTX,
+        RejectReason.INVALID_UTF8,
+    ),
     # LINE_TOO_LONG
     (
         "line-too-long",

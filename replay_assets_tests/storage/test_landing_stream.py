@@ -12,42 +12,66 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from replay_assets.core.errors import RejectReason
 from replay_assets.core.manifest import ManifestFile
-from replay_assets.storage import landing_area
+from replay_assets.storage import safe_files
 from replay_assets.storage.landing_area import DeliveryFile, DeliveryMismatch
 from replay_assets.storage.prefetch import hashed_chunks
 
-LINE = st.sampled_from(["", " ", '{"a":1}', "x", "é\u2028ü", "\x1c", '{"b":"\u00e9"}'])
+LINE = st.sampled_from(
+    [
+        *(b"", b" ", b'{"a":1}', b"x", "é\u2028ü".encode(), b"\x1c", '{"b":"\u00e9"}'.encode()),
+        *(b"\xff", b'{"a":"\xc3"}', b" \xa0", b"y" * 9, b" " * 9, "é".encode() * 5),  # not UTF-8; too long
+    ]
+)
+LIMIT = 8  # line bytes
 
 
 def delivery(tmp_path: Path, data: bytes, events: int | None = None) -> DeliveryFile:
     path = tmp_path / "B1.jsonl"
     path.write_bytes(data)
-    lines = data.decode("utf-8", errors="replace").split("\n")
-    lines = lines[:-1] if lines and lines[-1] == "" else lines
-    counted = sum(1 for line in lines if line.strip()) if events is None else events
+    lines = data.split(b"\n")
+    lines = lines[:-1] if lines and lines[-1] == b"" else lines
+    counted = sum(1 for text, reason in map(expected_line, lines) if text.strip() or reason)
+    counted = counted if events is None else events
     return DeliveryFile(ManifestFile("B1.jsonl", hashlib.sha256(data).hexdigest(), counted, len(data)), path)
 
 
-@settings(max_examples=60, deadline=None)
+def expected_line(raw: bytes) -> tuple[str, RejectReason | None]:
+    if len(raw) > LIMIT:
+        return raw.decode("utf-8", "backslashreplace"), RejectReason.LINE_TOO_LONG
+    try:
+        return raw.decode("utf-8"), None
+    except UnicodeDecodeError:
+        return raw.decode("utf-8", "backslashreplace"), RejectReason.INVALID_UTF8
+
+
+@settings(max_examples=100, deadline=None)
 @given(st.lists(LINE, max_size=40), st.booleans(), st.integers(1, 7), st.integers(1, 64))
 def test_chunks_are_the_files_lines_numbered_from_one(
-    lines: list[str], trailing_newline: bool, size: int, block: int
+    lines: list[bytes], trailing_newline: bool, size: int, block: int
 ) -> None:
-    data = ("\n".join(lines) + ("\n" if trailing_newline and lines else "")).encode()
+    """Whatever the read block: every line in order, numbered as in the file; a line over the
+    limit or not UTF-8 is a problem of that line carrying the sha256 of its raw bytes, never a
+    repaired line, and the other lines are untouched."""
+    data = b"\n".join(lines) + (b"\n" if trailing_newline and lines else b"")
     with tempfile.TemporaryDirectory() as folder, pytest.MonkeyPatch.context() as patch:
-        patch.setattr(landing_area, "BLOCK_BYTES", block)
+        patch.setattr(safe_files, "BLOCK_BYTES", block)
         f = delivery(Path(folder), data)
-        chunks = list(hashed_chunks(f.chunks(size)))
-    expected = data.decode().split("\n")
-    expected = expected[:-1] if expected and expected[-1] == "" else expected
-    assert [line for c in chunks for line in c.lines] == expected
+        chunks = list(hashed_chunks(f.chunks(size, line_bytes=LIMIT)))
+    raw = data.split(b"\n")
+    raw = raw[:-1] if raw and raw[-1] == b"" else raw
+    expected = [expected_line(r) for r in raw]
+    assert [line for c in chunks for line in c.lines] == [text for text, _ in expected]
+    problems = {n: p for c in chunks for n, p in c.problems.items()}
+    assert {n: p.reason for n, p in problems.items()} == {
+        n: reason for n, (_, reason) in enumerate(expected, 1) if reason
+    }
     assert all(0 < len(c.lines) <= size for c in chunks)
     assert [c.first for c in chunks] == [
         1 + sum(len(c.lines) for c in chunks[:i]) for i in range(len(chunks))
     ]
-    for c in chunks:
-        assert c.sha256 == [hashlib.sha256(line.encode()).hexdigest() for line in c.lines]
+    assert [digest for c in chunks for digest in c.sha256] == [hashlib.sha256(r).hexdigest() for r in raw]
 
 
 def test_a_file_that_differs_from_its_manifest_fails_after_its_last_chunk(tmp_path: Path) -> None:

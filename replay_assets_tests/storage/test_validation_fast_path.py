@@ -74,7 +74,7 @@ def lines(draw: st.DrawFn) -> str:
             event.pop(draw(st.sampled_from(FIELDS)), None)
         elif isinstance(event.get(where), dict):
             event[where][draw(st.sampled_from(IMAGE_FIELDS))] = value
-    layouts = ["compact", "spaced", "sorted", "raw_dup", "trailing", "padded", "cut"]
+    layouts = ["compact", "spaced", "sorted", "raw_dup", "nested_dup", "trailing", "padded", "cut"]
     layout = draw(st.sampled_from(layouts))
     if layout == "compact":
         return json.dumps(event, separators=(",", ":"), ensure_ascii=draw(st.booleans()))
@@ -85,6 +85,10 @@ def lines(draw: st.DrawFn) -> str:
     text = json.dumps(event, separators=(",", ":"), ensure_ascii=False)
     if layout == "raw_dup":
         return text[:-1] + ',"op":"delete"}'
+    if layout == "nested_dup":  # a key twice inside key or after: the first value equals the second
+        inner = draw(st.sampled_from(['"key":{', '"after":{']))
+        field = draw(st.sampled_from(['"order_id":"O1",', '"line_no":1,', '"status":"active",']))
+        return text.replace(inner, inner + field, 1)
     if layout == "trailing":
         return text[:-1] + ",}"
     if layout == "cut":
