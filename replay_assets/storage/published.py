@@ -104,7 +104,8 @@ def _ensure_views(home: Path, root: Path) -> None:
         return
     target = home / "published.duckdb"
     tmp = temp_path(target)
-    tmp.unlink(missing_ok=True)
+    for leftover in (tmp, tmp.with_name(f"{tmp.name}.wal")):  # of an attempt a crash cut short
+        leftover.unlink(missing_ok=True)
     con = duckdb.connect(str(tmp))
     try:
         # the views are bound when created; the temp file's own name is not published.duckdb

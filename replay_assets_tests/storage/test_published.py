@@ -110,3 +110,17 @@ def test_attached_published_duckdb_reads_the_home_its_reader_names_or_fails(tmp_
     con.execute("SET VARIABLE replay_assets_home = ?", [str(tmp_path / "home")])
     assert con.execute("SELECT count(*) FROM pub.current_orders WHERE status = 'active'").fetchall() == [(8,)]
     con.close()
+
+
+def test_new_views_replace_published_duckdb_while_a_reader_holds_it(tmp_path: Path) -> None:
+    pipeline = Pipeline(settings_for(tmp_path, seed001.NOW))
+    seed001.deliver_baseline(pipeline.settings.landing)
+    drive(pipeline)
+    reader = duckdb.connect(str(tmp_path / "published.duckdb"), read_only=True)
+    for marker in (tmp_path / "published").glob(".views-v*"):
+        marker.unlink()  # as in a home whose views are of an older version
+    pipeline.refresh_published()
+    assert list((tmp_path / "published").glob(".views-v*"))
+    assert reader.execute("SELECT count(*) FROM current_orders WHERE status = 'active'").fetchall() == [(8,)]
+    reader.close()
+    assert _active_lines(tmp_path / "published.duckdb") == 8
