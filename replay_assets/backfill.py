@@ -128,5 +128,6 @@ def _start_daemon(session: Session) -> subprocess.Popen[bytes]:
         "-w",
         str(PROJECT / "workspace.yaml"),
     ]
-    log = open(session.dagster_home / "daemon.log", "ab")
-    return subprocess.Popen(cmd, cwd=PROJECT, env=_env(session), stdout=log, stderr=subprocess.STDOUT)
+    # the daemon writes through its own copy of the descriptor; this process closes its copy now
+    with open(session.dagster_home / "daemon.log", "ab") as log:
+        return subprocess.Popen(cmd, cwd=PROJECT, env=_env(session), stdout=log, stderr=subprocess.STDOUT)

@@ -7,7 +7,7 @@ from typing import Any
 import dagster as dg
 
 from replay_assets.core.config import Settings
-from replay_assets.core.errors import ReplayError
+from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.gate import Check, CheckOutcome
 from replay_assets.core.lanes import BACKFILL, lane_for
 from replay_assets.defs import evidence
@@ -21,6 +21,7 @@ POOL = "duckdb_writer"
 # Transient failures are retried; the backoff is waited on the pipeline's clock (see _attempt), so
 # the virtual clock of tests and the demo advances instead of sleeping.
 TRANSIENT_RETRY = dg.RetryPolicy(max_retries=2)
+TRANSIENT_CODES = frozenset({ErrorCode.WAREHOUSE_BUSY})
 
 
 @contextmanager
@@ -80,8 +81,13 @@ def _results(asset: str, outcomes: Sequence[tuple[str, CheckOutcome]]) -> list[d
     return results
 
 
-def _fail(error: ReplayError) -> dg.Failure:
-    """A contract outcome (blocked, not ready, sealed): retrying cannot change it."""
+def _fail(error: ReplayError) -> Exception:
+    """How a step ends on a ReplayError. A busy warehouse (another connection held the lock past
+    the lock timeout, e.g. a long ``reconcile``) is transient: the step is retried within the
+    transient policy's budget, after the backoff ``_attempt`` waits on the pipeline's clock. Any
+    other code is a contract outcome (blocked, not ready, sealed): retrying cannot change it."""
+    if error.code in TRANSIENT_CODES:
+        return dg.RetryRequested(max_retries=TRANSIENT_RETRY.max_retries)
     return dg.Failure(description=str(error), metadata={"code": str(error.code)}, allow_retries=False)
 
 

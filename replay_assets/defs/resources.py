@@ -7,13 +7,16 @@ from pathlib import Path
 import dagster as dg
 
 from replay_assets.core.config import Settings, slo_policy
-from replay_assets.core.manifest import parse_instant
+from replay_assets.core.manifest import Limits, parse_instant
 from replay_assets.storage.pipeline import Pipeline
 
 
 class ReplayResource(dg.ConfigurableResource):  # type: ignore[type-arg]
     """Opens the home's warehouse through the storage layer, which owns locking and always
-    closes its connection (dagster-duckdb's resource leaks it when the body raises)."""
+    closes its connection (dagster-duckdb's resource leaks it when the body raises).
+
+    Carries every field of :class:`Settings` (``settings()`` rebuilds an equal value): a field
+    left out would silently fall back to its default inside every step and sensor."""
 
     home: str
     load_date_start: str
@@ -21,10 +24,13 @@ class ReplayResource(dg.ConfigurableResource):  # type: ignore[type-arg]
     future_tolerance_days: int = 1
     sources_json: str | None = None
     fixed_now: str | None = None
+    limits_json: str = "{}"
+    lock_timeout_seconds: float = 60.0
     fail_point: str | None = None
     fail_once: str | None = None
     retry_backoff_seconds: float = 5.0
     slo_json: str = "{}"
+    sensor_interval_seconds: int = 30
 
     @classmethod
     def for_settings(cls, s: Settings) -> "ReplayResource":
@@ -35,10 +41,13 @@ class ReplayResource(dg.ConfigurableResource):  # type: ignore[type-arg]
             future_tolerance_days=s.future_tolerance_days,
             sources_json=json.dumps(dict(s.sources)) if s.sources is not None else None,
             fixed_now=s.fixed_now.isoformat() if s.fixed_now else None,
+            limits_json=json.dumps(dataclasses.asdict(s.limits)),
+            lock_timeout_seconds=s.lock_timeout_seconds,
             fail_point=s.fail_point,
             fail_once=s.fail_once,
             retry_backoff_seconds=s.retry_backoff_seconds,
             slo_json=json.dumps(dataclasses.asdict(s.slo)),
+            sensor_interval_seconds=s.sensor_interval_seconds,
         )
 
     def settings(self) -> Settings:
@@ -49,10 +58,13 @@ class ReplayResource(dg.ConfigurableResource):  # type: ignore[type-arg]
             future_tolerance_days=self.future_tolerance_days,
             sources=json.loads(self.sources_json) if self.sources_json else None,
             fixed_now=parse_instant(self.fixed_now, "fixed_now") if self.fixed_now else None,
+            limits=Limits(**json.loads(self.limits_json)),
+            lock_timeout_seconds=self.lock_timeout_seconds,
             fail_point=self.fail_point,
             fail_once=self.fail_once,
             retry_backoff_seconds=self.retry_backoff_seconds,
             slo=slo_policy(json.loads(self.slo_json)),
+            sensor_interval_seconds=self.sensor_interval_seconds,
         )
 
     def pipeline(self) -> Pipeline:

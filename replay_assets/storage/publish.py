@@ -115,16 +115,8 @@ def publish_aggregates(
                 )
             )
             digest = content_sha256(rows, AGG_KEY)
-            out.append(
-                Published(
-                    day,
-                    _publish_or_keep(con, home, day, rows, digest, as_of, checks, run_id, now),
-                    digest,
-                    rows.height,
-                    checks,
-                    as_of,
-                )
-            )
+            version, kept = _publish_or_keep(con, home, day, rows, digest, as_of, checks, run_id, now)
+            out.append(Published(day, version, digest, rows.height, checks, as_of, kept))
     return out
 
 
@@ -154,12 +146,14 @@ def _publish_or_keep(
     checks: tuple[CheckOutcome, ...],
     run_id: str | None,
     now: dt.datetime,
-) -> int | None:
+) -> tuple[int | None, int]:
+    """The new version (None when nothing new was published) and the bytes a failed candidate
+    keeps on disk for inspection (0 when it passed)."""
     if not all_passed(checks):
-        certify.record_failed_candidate(
+        kept = certify.record_failed_candidate(
             con, home, "daily_aggregates", day, as_of, digest, checks, rows, run_id, now
         )
-        return None
+        return None, kept.stat().st_size
     version = certify.record_publication(con, "daily_aggregates", day, as_of, digest, checks, run_id, now)
     if version is not None and rows.height:
         insert_frame(
@@ -176,4 +170,4 @@ def _publish_or_keep(
                    WHERE business_date = ? AND load_date <= ? AND released_at IS NULL""",
         [now, day, as_of],
     )
-    return version
+    return version, 0

@@ -3,7 +3,9 @@
 
 The views are created once and never rewritten, so a reader holding ``published.duckdb`` open
 never blocks the pipeline: a publish only replaces Parquet files (temp file, fsync, rename), and
-a reader mid-scan keeps the file it opened.
+a reader mid-scan keeps the file it opened. The views hold no path of the home: each finds the
+Parquet files in the folder of the ``published.duckdb`` it is read from, so a copied, moved or
+restored home serves its own data (SPEC 10).
 """
 
 from __future__ import annotations
@@ -16,7 +18,26 @@ import duckdb
 from replay_assets.storage.certify import pointer
 from replay_assets.storage.landing_area import atomic_replace, atomic_write, temp_path
 
-VIEWS_VERSION = 1
+VIEWS_VERSION = 2  # 1 held absolute paths: a copied home served the original's files
+HOME_VARIABLE = "replay_assets_home"
+# The folder of the database a view is read from, computed when a query binds the view. A table
+# function takes constant arguments only (no subquery, no lateral column), and the one constant
+# that knows the database file is DuckDB's documented default ``temp_directory``: the file's
+# absolute path plus ``.tmp``. A relative path would resolve against the reader's working
+# directory (and ``file_search_path`` only after it). When published.duckdb is attached to
+# another database, or ``temp_directory`` is set, the reader names the home in a variable; without
+# it the query fails instead of reading another home's files.
+VIEW_HOME = f"""coalesce(getvariable('{HOME_VARIABLE}'),
+    CASE WHEN ends_with(current_setting('temp_directory'), '/published.duckdb.tmp')
+         THEN parse_dirpath(current_setting('temp_directory'))
+         ELSE error('published.duckdb reads the Parquet files of its own folder: open it as the '
+                    || 'database, or SET VARIABLE {HOME_VARIABLE} = ''<home folder>'' first') END)"""
+VIEW_FILES = {
+    "current_orders": "published/current_orders.parquet",
+    "current_customers": "published/current_customers.parquet",
+    "daily_aggregates": "published/daily_aggregates/*.parquet",
+    "publications": "published/publications.parquet",
+}
 AGGREGATES_SQL = """SELECT * FROM daily_aggregates WHERE CAST(business_date AS VARCHAR) = ?"""
 LATEST_AGGREGATE_VERSIONS = """
     SELECT partition_key, max(version) AS version FROM publications
@@ -76,21 +97,25 @@ def _ensure_placeholders(con: duckdb.DuckDBPyConnection, root: Path) -> None:
 
 
 def _ensure_views(home: Path, root: Path) -> None:
+    """Write the views into a new file and rename it over published.duckdb: a reader holding the
+    old file keeps it, and the pipeline never opens a file a reader holds."""
     marker = root / f".views-v{VIEWS_VERSION}"
     if marker.exists() or not (root / "publications.parquet").exists():
         return
-    views = {
-        "current_orders": root / "current_orders.parquet",
-        "current_customers": root / "current_customers.parquet",
-        "daily_aggregates": root / "daily_aggregates" / "*.parquet",
-        "publications": root / "publications.parquet",
-    }
-    con = duckdb.connect(str(home / "published.duckdb"))
+    target = home / "published.duckdb"
+    tmp = temp_path(target)
+    for leftover in (tmp, tmp.with_name(f"{tmp.name}.wal")):  # of an attempt a crash cut short
+        leftover.unlink(missing_ok=True)
+    con = duckdb.connect(str(tmp))
     try:
-        for name, path in views.items():
-            # a path cannot be a bound parameter in DDL; it is our own, quoted by DuckDB's rules
-            literal = "'" + str(path.resolve()).replace("'", "''") + "'"
-            con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM read_parquet({literal})")
+        # the views are bound when created; the temp file's own name is not published.duckdb
+        con.execute(f"SET VARIABLE {HOME_VARIABLE} = ?", [str(home.resolve())])
+        for name, relative in VIEW_FILES.items():
+            # constants of this module only: DDL takes no bound parameters
+            con.execute(
+                f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM read_parquet({VIEW_HOME} || '/{relative}')"
+            )
     finally:
         con.close()
+    atomic_replace(tmp, target)
     atomic_write(marker, b"")

@@ -2,12 +2,15 @@
 gated like every other run: a backfill over a never-delivered load date stays out of view."""
 
 import json
+import warnings
 from pathlib import Path
 
 import dagster as dg
 import pytest
 
+from replay_assets import backfill
 from replay_assets.cli import main
+from replay_assets.core.errors import ReplayError
 from replay_assets.runner import instance_for
 from replay_assets.scenarios import seed002
 from replay_assets.session import Session
@@ -64,4 +67,15 @@ def test_backfill_over_a_missing_load_date_runs_in_the_backfill_lane_and_publish
             "note": "replay the days after the gap",
         }
     ]
+    session.close()
+
+
+def test_waiting_with_a_daemon_of_its_own_leaves_no_log_file_open(tmp_path: Path) -> None:
+    session = Session(settings_for(tmp_path, seed002.NOW), tmp_path / "dagster")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
+        with pytest.raises(ReplayError, match="did not finish in 0 s"):
+            backfill.wait(session, "no-such-backfill", lambda _: None, timeout=0)  # starts and stops a daemon
+    assert (tmp_path / "dagster" / "daemon.log").exists()
+    assert [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)] == []
     session.close()

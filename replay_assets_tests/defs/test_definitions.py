@@ -1,16 +1,20 @@
 """The Dagster shell: graph, partitions, sensors and materializations against a real home."""
 
+import dataclasses
 from pathlib import Path
 
 import dagster as dg
 import pytest
 
+from replay_assets.core.config import Settings, SloPolicy
 from replay_assets.core.errors import ErrorCode
+from replay_assets.core.manifest import Limits
 from replay_assets.definitions import build_definitions
 from replay_assets.defs.assets import build_assets
 from replay_assets.defs.resources import ReplayResource
 from replay_assets.scenarios import seed001
 from replay_assets.storage.landing_area import write_delivery
+from replay_assets.storage.pipeline import Pipeline
 from replay_assets_tests.helpers import settings_for
 
 
@@ -142,3 +146,50 @@ def test_step_metadata_carries_cost_evidence(settings) -> None:  # type: ignore[
     assert landed["cost_events"].value == 12 and landed["cost_bytes_read"].value > 0
     assert applied["cost_events"].value == 12 and applied["cost_rows_written"].value >= 12
     assert applied["cost_wall_seconds"].value > 0
+
+
+def _default(field: dataclasses.Field) -> object:  # type: ignore[type-arg]
+    return field.default_factory() if field.default_factory is not dataclasses.MISSING else field.default
+
+
+def test_every_setting_reaches_the_pipeline_of_the_resource(tmp_path: Path) -> None:
+    configured = settings_for(
+        tmp_path,
+        seed001.NOW,
+        load_date_start="2026-09-01",
+        business_date_start="2026-08-01",
+        future_tolerance_days=3,
+        sources={"erp": "2026-09-20"},
+        limits=Limits(
+            manifest_bytes=4096, file_bytes=1 << 20, events_per_file=99, files_per_manifest=3, line_bytes=512
+        ),
+        lock_timeout_seconds=0.25,
+        fail_point="apply.before_commit",
+        fail_once="current_state:after_commit",
+        retry_backoff_seconds=1.5,
+        slo=SloPolicy(freshness_minutes=5, expected_time="06:30"),
+        sensor_interval_seconds=7,
+    )
+    at_default = [
+        f.name
+        for f in dataclasses.fields(Settings)
+        if f.name != "home" and getattr(configured, f.name) == _default(f)
+    ]
+    assert at_default == []  # so a field the resource drops cannot hide behind its default
+    pipeline = build_definitions(configured).resources["replay"].pipeline()
+    assert pipeline.settings == configured
+    assert pipeline.warehouse.busy_timeout == 0.25
+
+
+def test_configured_limits_decide_what_a_step_lands(tmp_path: Path) -> None:
+    settings = settings_for(tmp_path, seed001.NOW, limits=Limits(line_bytes=100))
+    seed001.deliver_baseline(settings.landing)
+    result = dg.materialize(
+        build_assets(settings)[:1],
+        partition_key="2026-09-20",
+        resources={"replay": ReplayResource.for_settings(settings)},
+    )
+    assert result.asset_materializations_for_node("raw_receipts")[0].metadata["rejected"].value == 12
+    with Pipeline(settings).warehouse.connect() as con:
+        reasons = con.execute("SELECT DISTINCT reason_code FROM rejected_events").fetchall()
+    assert reasons == [("LINE_TOO_LONG",)]

@@ -1,16 +1,25 @@
 """Operations through the Dagster definitions: readiness, lanes, fail-once retries (SPEC 4, 7)."""
 
+import datetime as dt
+import logging
 import shutil
+from contextlib import ExitStack
 from pathlib import Path
 
 import dagster as dg
 
 from replay_assets.core.lanes import lane_for
+from replay_assets.core.manifest import parse_instant
+from replay_assets.definitions import build_definitions
 from replay_assets.demo_ops import session_at, step_trace
 from replay_assets.lanes import LaneRunCoordinator
 from replay_assets.runner import PROJECT_INSTANCE_CONFIG
-from replay_assets.scenarios import seed003
+from replay_assets.scenarios import seed001, seed003
 from replay_assets.session import Session
+from replay_assets.storage import certify
+from replay_assets.storage.pipeline import Pipeline
+from replay_assets.storage.warehouse import Warehouse
+from replay_assets_tests.helpers import settings_for
 
 
 def seed003_home(home: Path) -> None:
@@ -132,3 +141,56 @@ def test_materializations_carry_evidence_a_person_can_read(tmp_path: Path) -> No
     daily = str(latest("daily_aggregates")["daily_totals"])
     assert "| 2026-09-21 | 1 | 60 | 25 |" in daily and "█" in daily
     s.close()
+
+
+class _ReleaseOnRetry(logging.Handler):
+    """Frees a held warehouse lock when Dagster puts a step up for retry. Loggers receive each
+    event in the step's own process and thread, so the retry starts only after the release: no
+    sleeping, no polling."""
+
+    def __init__(self, held: ExitStack) -> None:
+        super().__init__()
+        self.held = held
+        self.errors: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        event = getattr(record, "dagster_event", None)
+        if event is not None and event.is_step_up_for_retry:
+            self.errors.append(event.step_retry_data.error.to_string())
+            self.held.close()
+
+
+def test_a_step_that_finds_the_warehouse_busy_is_retried_and_loads_once_the_lock_is_free(
+    tmp_path: Path,
+) -> None:
+    settings = settings_for(tmp_path, seed001.NOW, lock_timeout_seconds=0.2)
+    seed001.deliver_baseline(settings.landing)
+    held = ExitStack()
+    held.enter_context(Warehouse(settings.home).connect())  # e.g. a long reconcile
+    release = _ReleaseOnRetry(held)
+
+    @dg.logger
+    def release_on_retry(_: dg.InitLoggerContext) -> logging.Logger:
+        log = logging.Logger("release_on_retry", logging.DEBUG)
+        log.addHandler(release)
+        return log
+
+    defs = dg.Definitions.merge(
+        build_definitions(settings), dg.Definitions(loggers={"release_on_retry": release_on_retry})
+    )
+    with dg.DagsterInstance.ephemeral() as instance, held:
+        result = defs.resolve_job_def("apply_load_date_job").execute_in_process(
+            partition_key=seed001.BASELINE_DATE,
+            instance=instance,
+            run_config={"loggers": {"release_on_retry": {}}},
+            raise_on_error=False,
+        )
+        trace = step_trace(instance, result.run_id, "raw_receipts")
+    assert result.success
+    assert trace == ["STEP_START", "STEP_UP_FOR_RETRY", "STEP_RESTARTED", "STEP_SUCCESS"]
+    [error] = release.errors
+    assert "REPLAY_WAREHOUSE_BUSY" in error and "(waited 0.2 s)" in error  # the configured wait
+    pipeline = Pipeline(settings)
+    assert pipeline.now() - parse_instant(seed001.NOW, "now") == dt.timedelta(seconds=5)  # the backoff
+    with pipeline.warehouse.connect() as con:
+        assert certify.pointer(con) == seed001.BASELINE_DATE

@@ -1,14 +1,17 @@
 """The published copy: certified tables as Parquet with views, readable while the pipeline runs."""
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import duckdb
+import pytest
 
 from replay_assets.scenarios import seed001
 from replay_assets.session import Session
-from replay_assets_tests.helpers import settings_for
+from replay_assets.storage.pipeline import Pipeline
+from replay_assets_tests.helpers import drive, settings_for
 
 READER = """
 import duckdb, pathlib, sys, time
@@ -59,3 +62,65 @@ def test_published_views_show_only_certified_rows(tmp_path: Path) -> None:
     assert con.execute("SELECT count(*) FROM publications WHERE asset = 'current_orders'").fetchall() == [
         (1,)
     ]
+
+
+def _active_lines(published_duckdb: Path) -> int:
+    con = duckdb.connect(str(published_duckdb), read_only=True)
+    try:
+        return int(
+            con.execute("SELECT count(*) FROM current_orders WHERE status = 'active'").fetchall()[0][0]
+        )
+    finally:
+        con.close()
+
+
+def test_a_copied_home_serves_its_own_data_from_any_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    original, copy, elsewhere = tmp_path / "original", tmp_path / "copy", tmp_path / "elsewhere"
+    pipeline = Pipeline(settings_for(original, seed001.NOW))
+    seed001.deliver_baseline(pipeline.settings.landing)
+    drive(pipeline)
+    shutil.copytree(original, copy)
+    seed001.deliver_cdc(pipeline.settings.landing, "B20260921-CDC-A", "2026-09-21", "2026-09-21T08:12:00Z")
+    drive(pipeline)  # the original moves on: baseline (8 active lines) + CDC = 9
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert _active_lines(original / "published.duckdb") == 9
+    assert _active_lines(copy / "published.duckdb") == 8
+    monkeypatch.chdir(original)  # a working directory holding another home's copy changes nothing
+    assert _active_lines(copy / "published.duckdb") == 8
+    shutil.rmtree(original)
+    monkeypatch.chdir(tmp_path)
+    assert _active_lines(Path("copy") / "published.duckdb") == 8
+    con = duckdb.connect(str(copy / "published.duckdb"), read_only=True)
+    assert con.execute("SELECT sum(amount_minor) FROM daily_aggregates").fetchall() == [(690,)]
+    assert con.execute("SELECT count(*) FROM publications").fetchall()[0][0] > 0
+    con.close()
+
+
+def test_attached_published_duckdb_reads_the_home_its_reader_names_or_fails(tmp_path: Path) -> None:
+    pipeline = Pipeline(settings_for(tmp_path / "home", seed001.NOW))
+    seed001.deliver_baseline(pipeline.settings.landing)
+    drive(pipeline)
+    con = duckdb.connect()  # a consumer's own session, published.duckdb attached to it
+    con.execute("ATTACH ? AS pub (READ_ONLY)", [str(tmp_path / "home" / "published.duckdb")])
+    with pytest.raises(duckdb.InvalidInputException, match="SET VARIABLE replay_assets_home"):
+        con.execute("SELECT count(*) FROM pub.current_orders").fetchall()
+    con.execute("SET VARIABLE replay_assets_home = ?", [str(tmp_path / "home")])
+    assert con.execute("SELECT count(*) FROM pub.current_orders WHERE status = 'active'").fetchall() == [(8,)]
+    con.close()
+
+
+def test_new_views_replace_published_duckdb_while_a_reader_holds_it(tmp_path: Path) -> None:
+    pipeline = Pipeline(settings_for(tmp_path, seed001.NOW))
+    seed001.deliver_baseline(pipeline.settings.landing)
+    drive(pipeline)
+    reader = duckdb.connect(str(tmp_path / "published.duckdb"), read_only=True)
+    for marker in (tmp_path / "published").glob(".views-v*"):
+        marker.unlink()  # as in a home whose views are of an older version
+    pipeline.refresh_published()
+    assert list((tmp_path / "published").glob(".views-v*"))
+    assert reader.execute("SELECT count(*) FROM current_orders WHERE status = 'active'").fetchall() == [(8,)]
+    reader.close()
+    assert _active_lines(tmp_path / "published.duckdb") == 8
