@@ -540,3 +540,16 @@ def test_a_valid_settings_file_sets_limits_and_the_lock_timeout(sandbox: Path) -
     got = settings_from({}, str(sandbox / "home"), text)
     assert got.limits.line_bytes == 4096 and got.lock_timeout_seconds == 5.0
     assert got.sources == {"erp": D1}
+
+
+def test_a_delivery_dated_outside_the_load_date_window_is_named_by_status(
+    sandbox: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    p = pipeline(sandbox)
+    deliver(p, "erp", D1, "B1", [event(1, "o1")])
+    deliver(p, "erp", "2027-06-01", "B-FUTURE", [event(2, "o2")])
+    drive(p)
+    assert main(["status", "--home", str(sandbox / "home")]) == 1
+    out = capsys.readouterr().out
+    assert "2027-06-01 OUT_OF_RANGE: load date of batch B-FUTURE outside" in out
+    assert rows(p, "SELECT order_id FROM current_orders") == [("o1",)]
