@@ -320,7 +320,10 @@ def parser() -> argparse.ArgumentParser:
     p = add("recovery", "inspect, plan and apply recovery of journaled operations")
     p.add_argument("verb", choices=["inspect", "plan", "apply"])
     p.add_argument("--operation-id")
-    p.add_argument("--action", choices=["complete-evidence", "retry", "mark-committed", "mark-not-committed"])
+    p.add_argument(
+        "--action",
+        choices=["complete-evidence", "retry", "mark-unknown", "mark-committed", "mark-not-committed"],
+    )
     p.add_argument("--note")
     p.add_argument("--json", action="store_true")
     p.set_defaults(fn=cmd_recovery)

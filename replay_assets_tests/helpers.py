@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 from pathlib import Path
 
 from replay_assets.core.config import Settings
@@ -37,3 +38,22 @@ def drive(pipeline: Pipeline) -> list[str]:
 def _days(start: str, end: str) -> list[str]:
     first, last = dt.date.fromisoformat(start), dt.date.fromisoformat(end)
     return [(first + dt.timedelta(n)).isoformat() for n in range((last - first).days + 1)]
+
+
+def warehouse_fingerprint(pipeline: Pipeline) -> str:
+    """sha256 of every table's rows (order-free) and of the published copy's files: equal
+    fingerprints mean nothing was written to the warehouse or published in between."""
+    digest = hashlib.sha256()
+    with pipeline.warehouse.connect() as con:
+        names = con.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' "
+            "AND table_type = 'BASE TABLE' ORDER BY 1"
+        ).fetchall()
+        for (name,) in names:
+            rows = sorted(repr(row) for row in con.table(name).fetchall())
+            digest.update(f"{name}:{len(rows)}:{rows}".encode())
+    published = pipeline.settings.home / "published"
+    for path in sorted(published.rglob("*")) if published.exists() else []:
+        if path.is_file():
+            digest.update(f"{path.relative_to(published)}:".encode() + path.read_bytes())
+    return digest.hexdigest()

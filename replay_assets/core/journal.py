@@ -28,17 +28,22 @@ class CommitState(enum.StrEnum):
 
 
 S = CommitState
+# COMMIT_UNKNOWN is an operator's hold (`recovery apply --action mark-unknown`): no automatic path
+# enters it, because the fence, written in the target's own transaction, always tells whether the
+# mutation committed. It is left only by the operator's mark that agrees with the fence.
 TRANSITIONS: Mapping[CommitState, frozenset[CommitState]] = {
     S.PREPARING: frozenset({S.PREPARED, S.FAILED_PRE_COMMIT}),
     S.PREPARED: frozenset({S.COMMITTING, S.FAILED_PRE_COMMIT}),
     S.COMMITTING: frozenset({S.TARGET_COMMITTED, S.COMMIT_UNKNOWN, S.PREPARED}),
-    S.TARGET_COMMITTED: frozenset({S.COMMITTED_INCOMPLETE}),
-    S.COMMITTED_INCOMPLETE: frozenset({S.COMPLETE}),
+    S.TARGET_COMMITTED: frozenset({S.COMMITTED_INCOMPLETE, S.COMMIT_UNKNOWN}),
+    S.COMMITTED_INCOMPLETE: frozenset({S.COMPLETE, S.COMMIT_UNKNOWN}),
     S.COMPLETE: frozenset(),
-    S.COMMIT_UNKNOWN: frozenset({S.TARGET_COMMITTED, S.PREPARED}),  # only by an operator's action
+    S.COMMIT_UNKNOWN: frozenset({S.TARGET_COMMITTED, S.PREPARED}),
     S.FAILED_PRE_COMMIT: frozenset({S.PREPARING}),
 }
-IN_DOUBT = frozenset({S.COMMITTING, S.COMMIT_UNKNOWN, S.TARGET_COMMITTED, S.COMMITTED_INCOMPLETE})
+# the mutation began and the operation is not COMPLETE: an operator may hold these
+MUTATION_BEGUN = frozenset({S.COMMITTING, S.TARGET_COMMITTED, S.COMMITTED_INCOMPLETE})
+IN_DOUBT = MUTATION_BEGUN | {S.COMMIT_UNKNOWN}
 
 
 class Next(enum.StrEnum):
@@ -48,7 +53,7 @@ class Next(enum.StrEnum):
     COMPLETE_EVIDENCE = "complete_evidence"  # the target committed; finish evidence only
     RETURN_RECORDED = "return_recorded"  # done, and the target still matches the record
     REPAIR = "repair"  # done, but the target drifted from the record: a repair operation runs
-    STOP = "stop"  # in doubt: an operator decides (REPLAY_COMMIT_UNKNOWN)
+    STOP = "stop"  # held by an operator: nothing runs until it is marked (REPLAY_COMMIT_UNKNOWN)
 
 
 def operation_id(kind: str, asset: str, partition_key: str, input_identity: Any) -> str:

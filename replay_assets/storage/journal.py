@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -152,6 +153,25 @@ def _audit(
     )
 
 
+def require_no_hold(con: duckdb.DuckDBPyConnection) -> None:
+    """Fails with REPLAY_COMMIT_UNKNOWN while an operator holds any operation in COMMIT_UNKNOWN.
+
+    The hold is warehouse-wide on purpose: every later operation builds on the held one (a load
+    date's identity includes the day before's snapshot, aggregates come from the certified pointer)
+    and the published copy exports the whole certified state."""
+    rows = con.execute(
+        "SELECT operation_id, kind, partition_key FROM operations WHERE state = ? ORDER BY operation_id",
+        [S.COMMIT_UNKNOWN.value],
+    ).fetchall()
+    if rows:
+        held = ", ".join(f"{op_id[:16]} ({kind} {key})" for op_id, kind, key in rows)
+        raise ReplayError(
+            ErrorCode.COMMIT_UNKNOWN,
+            f"held by an operator in COMMIT_UNKNOWN: {held}; nothing runs or publishes until it is "
+            "marked: `replay-assets recovery plan --operation-id ID`",
+        )
+
+
 def fence_committed(con: duckdb.DuckDBPyConnection, operation_id: str) -> bool:
     return one(con, "SELECT 1 FROM commit_markers WHERE operation_id = ?", [operation_id]) is not None
 
@@ -164,6 +184,15 @@ def write_fence(con: duckdb.DuckDBPyConnection, op: Operation, now: dt.datetime)
 
 
 Mutation = Callable[[duckdb.DuckDBPyConnection], tuple[dict[str, Any], str | None]]
+
+
+@contextmanager
+def _unheld(warehouse: Warehouse) -> Iterator[duckdb.DuckDBPyConnection]:
+    """Each transaction of the executor: refused first while an operator holds an operation, so a
+    process that was mid-operation when the hold came stops at its next step."""
+    with warehouse.transaction() as con:
+        require_no_hold(con)
+        yield con
 
 
 def execute(
@@ -183,7 +212,7 @@ def execute(
     A COMPLETE operation whose target drifted from its record is not trusted: a repair operation,
     whose identity includes the observed target hash, runs ``repair`` (SPEC 6)."""
     failpoints.hit(fail_point, f"{op.kind}:before_intent")
-    with warehouse.transaction() as con:
+    with _unheld(warehouse) as con:
         entry = create_or_get(con, op, actor, clock())
         observed = target_now(con, entry) if entry.state is S.COMPLETE else None
         step = next_step(
@@ -192,11 +221,8 @@ def execute(
             entry.state is not S.COMPLETE or observed == entry.target_sha256,
         )
     failpoints.hit(fail_point, f"{op.kind}:after_intent")
-    if step is Next.STOP:
-        raise ReplayError(
-            ErrorCode.COMMIT_UNKNOWN,
-            f"operation {op.operation_id[:16]} is {entry.state}: run `replay-assets recovery plan`",
-        )
+    if step is Next.STOP:  # unreachable after require_no_hold, kept so no step falls through
+        raise ReplayError(ErrorCode.COMMIT_UNKNOWN, f"operation {op.operation_id[:16]} is {entry.state}")
     if step is Next.REPAIR:
         if repair is None:
             raise ReplayError(
@@ -230,18 +256,18 @@ def _mutate(
     fail_point: str | None,
     actor: str,
 ) -> Entry:
-    with warehouse.transaction() as con:
+    with _unheld(warehouse) as con:
         entry = get(con, op.operation_id) or entry
         for nxt in _path_to_committing(entry.state):
             entry = cas(con, entry, nxt, actor, "ready to mutate", clock())
     failpoints.hit(fail_point, f"{op.kind}:after_committing")
     try:
-        with warehouse.transaction() as con:
+        with _unheld(warehouse) as con:
             result, sha = mutate(con)
             failpoints.hit(fail_point, f"{op.kind}:inside_target")
             return _fence(con, op, actor, clock, result, sha)
     except Divert as divert:
-        with warehouse.transaction() as con:
+        with _unheld(warehouse) as con:
             result, sha = divert.instead(con)
             return _fence(con, op, actor, clock, result, sha)
 
@@ -285,7 +311,7 @@ def _complete(
     actor: str,
 ) -> dict[str, Any]:
     failpoints.hit(fail_point, f"{op.kind}:after_target_commit")
-    with warehouse.transaction() as con:
+    with _unheld(warehouse) as con:
         entry = _reload(con, op.operation_id)
         if entry.state is S.COMMITTING:  # the fence proved the commit of an interrupted attempt
             entry = cas(con, entry, S.TARGET_COMMITTED, actor, "fence found: the mutation committed", clock())
@@ -293,7 +319,7 @@ def _complete(
             entry = cas(con, entry, S.COMMITTED_INCOMPLETE, actor, "completing evidence", clock())
     failpoints.hit(fail_point, f"{op.kind}:before_evidence")
     evidence()
-    with warehouse.transaction() as con:
+    with _unheld(warehouse) as con:
         entry = _reload(con, op.operation_id)
         if entry.state is S.COMMITTED_INCOMPLETE:
             entry = cas(con, entry, S.COMPLETE, actor, "evidence complete", clock())
@@ -317,6 +343,7 @@ def finish_committed(
     """Complete the evidence of every operation whose fence proves a commit but whose process died
     before COMPLETE (nothing else would ever ask for them again). Returns their ids."""
     with warehouse.connect() as con:
+        require_no_hold(con)
         rows = con.execute(IN_DOUBT_COMMITTED).fetchall()
     finished = []
     for op_id, kind, asset, key, digest, identity in rows:

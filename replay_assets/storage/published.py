@@ -15,6 +15,7 @@ from pathlib import Path
 
 import duckdb
 
+from replay_assets.storage import journal
 from replay_assets.storage.certify import pointer
 from replay_assets.storage.landing_area import atomic_replace, atomic_write, temp_path
 
@@ -55,7 +56,9 @@ def _export(con: duckdb.DuckDBPyConnection, path: Path, sql: str, params: list[o
 
 def refresh(con: duckdb.DuckDBPyConnection, home: Path) -> list[str]:
     """Bring the published copy up to the warehouse's certified state; writes only the files
-    whose certified version changed since the last refresh. Returns the files written."""
+    whose certified version changed since the last refresh. Returns the files written. Refuses
+    (REPLAY_COMMIT_UNKNOWN) while an operator holds an operation: its target is certified state."""
+    journal.require_no_hold(con)
     root = home / "published"
     state_path = root / "exported.json"
     done = json.loads(state_path.read_text()) if state_path.exists() else {"current": None, "aggregates": {}}

@@ -15,7 +15,7 @@ from typing import Any
 import duckdb
 
 from replay_assets.core.errors import ErrorCode, ReplayError
-from replay_assets.core.journal import IN_DOUBT, CommitState, Next, next_step
+from replay_assets.core.journal import IN_DOUBT, MUTATION_BEGUN, CommitState, Next, next_step
 from replay_assets.storage import journal
 from replay_assets.storage.warehouse import Warehouse
 
@@ -25,8 +25,9 @@ S = CommitState
 class Action(enum.StrEnum):
     COMPLETE_EVIDENCE = "complete-evidence"  # the fence proves the commit: finish evidence only
     RETRY = "retry"  # no fence: the mutation provably did not commit; the next run retries it
-    MARK_COMMITTED = "mark-committed"  # COMMIT_UNKNOWN resolved by the operator: it committed
-    MARK_NOT_COMMITTED = "mark-not-committed"  # COMMIT_UNKNOWN resolved by the operator: it did not
+    MARK_UNKNOWN = "mark-unknown"  # hold: nothing runs or publishes until the operator marks it
+    MARK_COMMITTED = "mark-committed"  # release a hold whose fence is present: finish evidence
+    MARK_NOT_COMMITTED = "mark-not-committed"  # release a hold without a fence: the next run mutates
 
 
 @dataclass(frozen=True)
@@ -69,37 +70,34 @@ def inspect(con: duckdb.DuckDBPyConnection, operation_id: str) -> dict[str, Any]
 
 
 def plan(con: duckdb.DuckDBPyConnection, operation_id: str) -> Plan:
+    """The actions that agree with the journal state and the fence. The fence is written in the
+    target's own transaction, so it decides whether the mutation committed; an operator decides
+    only when the pipeline may act on it (a hold, COMMIT_UNKNOWN, and its release)."""
     entry = _entry(con, operation_id)
     fence = journal.fence_committed(con, operation_id)
-    step = next_step(entry.state, fence, True)
-    if entry.state is S.COMMIT_UNKNOWN:
-        return Plan(
-            operation_id,
-            entry.state,
-            entry.version,
-            fence,
-            [Action.MARK_COMMITTED, Action.MARK_NOT_COMMITTED],
-            "the outcome is unknown: compare the target with the intent, then mark it",
+    actions, explanation = _actions(entry.state, fence)
+    return Plan(operation_id, entry.state, entry.version, fence, actions, explanation)
+
+
+def _actions(state: CommitState, fence: bool) -> tuple[list[Action], str]:
+    hold = [Action.MARK_UNKNOWN] if state in MUTATION_BEGUN else []
+    if state is S.COMMIT_UNKNOWN and fence:
+        return [Action.MARK_COMMITTED], (
+            "held by an operator; the fence proves the mutation committed: check the target, then "
+            "mark-committed completes its evidence"
         )
-    if step is Next.COMPLETE_EVIDENCE:
-        return Plan(
-            operation_id,
-            entry.state,
-            entry.version,
-            fence,
-            [Action.COMPLETE_EVIDENCE],
-            "the fence proves the mutation committed; only evidence is missing",
+    if state is S.COMMIT_UNKNOWN:
+        return [Action.MARK_NOT_COMMITTED], (
+            "held by an operator; no fence: the mutation did not commit: mark-not-committed lets the "
+            "next run execute it"
         )
-    if entry.state in IN_DOUBT or entry.state in (S.PREPARING, S.PREPARED):
-        return Plan(
-            operation_id,
-            entry.state,
-            entry.version,
-            fence,
-            [Action.RETRY],
-            "no fence: the mutation did not commit; the next run may retry it safely",
+    if next_step(state, fence, True) is Next.COMPLETE_EVIDENCE:
+        return [Action.COMPLETE_EVIDENCE, *hold], (
+            "the fence proves the mutation committed; only evidence is missing"
         )
-    return Plan(operation_id, entry.state, entry.version, fence, [], f"{entry.state}: nothing to do")
+    if state in IN_DOUBT or state in (S.PREPARING, S.PREPARED):
+        return [Action.RETRY, *hold], "no fence: the mutation did not commit; the next run may retry it"
+    return [], f"{state}: nothing to do"
 
 
 def apply(
@@ -133,6 +131,8 @@ def apply(
                 what,
                 now,
             )
+        if action is Action.MARK_UNKNOWN:
+            return journal.cas(con, entry, S.COMMIT_UNKNOWN, actor, what, now)
         if action is Action.MARK_NOT_COMMITTED:
             return _walk(con, entry, [S.PREPARED, S.FAILED_PRE_COMMIT], actor, what, now)
         if entry.state in (S.COMMIT_UNKNOWN, S.COMMITTING):

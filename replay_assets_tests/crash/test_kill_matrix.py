@@ -153,7 +153,7 @@ def test_recovery_apply_completes_an_operation_killed_before_its_evidence(
         [doubt] = recovery.in_doubt(con)
         planned = recovery.plan(con, doubt["operation_id"])
     assert doubt["state"] == "COMMITTED_INCOMPLETE" and planned.fence
-    assert planned.actions == [recovery.Action.COMPLETE_EVIDENCE]
+    assert planned.actions == [recovery.Action.COMPLETE_EVIDENCE, recovery.Action.MARK_UNKNOWN]
     entry = recovery.apply(
         s.pipeline.warehouse,
         doubt["operation_id"],
