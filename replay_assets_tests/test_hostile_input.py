@@ -239,15 +239,22 @@ def test_a_manifest_with_a_duplicated_key_is_unreadable_and_reported(
     sandbox: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     p = pipeline(sandbox)
-    path = deliver(p, "erp", D1, "B1", [event(1)])
+    deliver(p, "crm", D1, "C1", [event(2, "o2")])
+    path = deliver(p, "erp", D1, "B1", [event(1, "o1")])
     manifest = path.read_text()
     path.write_text(manifest[:-1] + ',"files":[]}')  # the real list, then an empty one
     assert main(["run", "--home", str(sandbox / "home")]) == 1
     out = capsys.readouterr().out
     assert "unreadable manifest erp/2026-01-01/B1.manifest.json" in out and "'files' twice" in out
-    assert rows(p, "SELECT count(*) FROM reconciliation") == [(0,)]  # never applied as empty
+    # the load date waits for the delivery it cannot read: never applied without it, nor as empty
+    assert plans(p)[D1][0] is DateStatus.BLOCKED_UPSTREAM and "B1.manifest.json" in plans(p)[D1][1]
+    assert rows(p, "SELECT count(*) FROM reconciliation") == [(0,)]
     assert main(["status", "--home", str(sandbox / "home")]) == 1
     assert "'files' twice" in capsys.readouterr().out
+    path.write_text(manifest)  # the source repairs its manifest: both deliveries apply
+    drive(p)
+    assert rows(p, "SELECT order_id FROM current_orders ORDER BY 1") == [("o1",), ("o2",)]
+    assert_consistent(p)
 
 
 JSON_VALUE = st.recursive(
@@ -340,7 +347,9 @@ def test_a_file_swapped_after_the_sensor_looked_is_refused_at_landing(sandbox: P
     assert status is DateStatus.BLOCKED_UPSTREAM and "B1.jsonl" in reason
 
 
-@pytest.mark.parametrize("kind", ["self-loop symlink", "directory", "symlinked folder"])
+@pytest.mark.parametrize(
+    "kind", ["self-loop symlink", "directory", "symlinked folder", "symlinked source", "symlinked manifest"]
+)
 def test_odd_entries_are_reported_and_other_sources_still_apply(
     sandbox: Path, kind: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -353,14 +362,24 @@ def test_odd_entries_are_reported_and_other_sources_still_apply(
     elif kind == "directory":
         (folder / "B1.jsonl").unlink()
         (folder / "B1.jsonl").mkdir()
-    else:
+    elif kind == "symlinked folder":
         (sandbox / "outside" / D2).mkdir()
         os.symlink(sandbox / "outside" / D2, folder.parent / D2)
+    elif kind == "symlinked source":
+        os.symlink(sandbox / "outside", folder.parent.parent / "pos")
+    else:
+        copy = sandbox / "outside" / "B1.manifest.json"
+        copy.write_bytes((folder / "B1.manifest.json").read_bytes())
+        _symlink_out(folder, "B1.manifest.json", copy)
     home = str(sandbox / "home")
     assert main(["status", "--home", home]) == 1
     out = capsys.readouterr().out
-    if kind == "symlinked folder":
-        assert "unreadable manifest erp/2026-01-02" in out and "symlink" in out
+    if kind == "symlinked manifest":
+        assert "unreadable manifest erp/2026-01-01/B1.manifest.json: B1.manifest.json is a symlink" in out
+        assert drive(p) == []  # erp's delivery for D1 is not there until it is a regular file
+    elif kind.startswith("symlinked"):
+        where = "erp/2026-01-02" if kind == "symlinked folder" else "pos"
+        assert f"unreadable manifest {where}: a symlinked folder in the landing area" in out
         drive(p)
         assert rows(p, "SELECT order_id FROM current_orders ORDER BY 1") == [("o1",), ("o2",)]
     else:

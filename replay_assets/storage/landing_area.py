@@ -18,7 +18,7 @@ from typing import Any, BinaryIO
 import polars as pl
 
 from replay_assets.core.errors import ErrorCode, ReplayError
-from replay_assets.core.events import canonical_json
+from replay_assets.core.events import canonical_json, sha256_text
 from replay_assets.core.manifest import (
     MANIFEST_SUFFIX,
     FileFacts,
@@ -60,7 +60,10 @@ def scan(landing: Path, limits: Limits) -> list[Seen]:
     whose names are valid for their kind: a symlink, FIFO or odd name is reported, never
     followed or opened."""
     found = []
-    for path in _manifest_paths(landing):
+    for path, problem in _manifest_paths(landing):
+        if problem is not None:
+            found.append(Seen(path, None, problem))
+            continue
         try:
             if not is_name(NameKind.SOURCE, path.parent.parent.name):
                 raise ManifestError("the source folder's name is not a valid source")
@@ -77,21 +80,21 @@ def scan(landing: Path, limits: Limits) -> list[Seen]:
     return found
 
 
-def _manifest_paths(landing: Path) -> list[Path]:
+def _manifest_paths(landing: Path) -> list[tuple[Path, str | None]]:
     """Paths of ``<source>/<load_date>/*.manifest.json`` without following symlinked folders;
-    a symlinked folder is returned as a manifest path of its own so the scan reports it."""
-    paths: list[Path] = []
+    a symlinked folder comes with its reason instead."""
+    linked = "a symlinked folder in the landing area (not followed)"
+    paths: list[tuple[Path, str | None]] = []
     for source in _entries(landing):
-        if not source.is_dir(follow_symlinks=False):
-            if source.is_symlink():
-                paths.append(Path(source.path) / f"(symlink){MANIFEST_SUFFIX}")
-            continue
-        for day in _entries(Path(source.path)):
-            if day.is_symlink():
-                paths.append(Path(day.path) / f"(symlink){MANIFEST_SUFFIX}")
-            elif day.is_dir(follow_symlinks=False):
-                entries = _entries(Path(day.path))
-                paths += [Path(e.path) for e in entries if e.name.endswith(MANIFEST_SUFFIX)]
+        if source.is_symlink():
+            paths.append((Path(source.path), linked))
+        elif source.is_dir(follow_symlinks=False):
+            for day in _entries(Path(source.path)):
+                if day.is_symlink():
+                    paths.append((Path(day.path), linked))
+                elif day.is_dir(follow_symlinks=False):
+                    entries = _entries(Path(day.path))
+                    paths += [(Path(e.path), None) for e in entries if e.name.endswith(MANIFEST_SUFFIX)]
     return sorted(paths)
 
 
@@ -140,6 +143,33 @@ def to_delivery(seen: Seen, now: dt.datetime, limits: Limits) -> Delivery:
         f"{reason} ({seen.path.name})" if reason else None,
         m.supersedes,
         fingerprint,
+    )
+
+
+def unreadable_delivery(seen: Seen, landing: Path) -> Delivery | None:
+    """An unreadable manifest inside ``<source>/<load_date>/`` (or a symlinked load-date folder)
+    as a delivery that is not ready: its load date is BLOCKED_UPSTREAM naming it, so a date
+    never applies without a delivery the landing area holds but cannot read. None when the
+    folders say no source and load date."""
+    assert seen.error is not None
+    if seen.path.parent.parent.parent == landing:  # <source>/<load_date>/<manifest>
+        folder = seen.path.parent
+    elif seen.path.parent.parent == landing:  # <source>/<load_date> itself: a symlinked folder
+        folder = seen.path
+    else:
+        return None
+    source, day = folder.parent.name, folder.name
+    if not (is_name(NameKind.SOURCE, source) and is_name(NameKind.LOAD_DATE, day)):
+        return None
+    label = seen.path.name.removesuffix(MANIFEST_SUFFIX) if folder != seen.path else day
+    where = seen.path.relative_to(landing)
+    return Delivery(
+        source,
+        label,
+        day,
+        sha256_text(canonical_json(["unreadable", str(where), seen.error])),
+        "",
+        f"manifest {where} cannot be read: {seen.error}",
     )
 
 
@@ -286,7 +316,7 @@ def create_delivery(
     content = _delivery(source, load_date, batch_id, lines, ready_at, None, (), parquet)
     folder = landing / source / load_date
     manifest = folder / content[-1][0]
-    elsewhere = [p for p in _manifest_paths(landing) if p.name == manifest.name and p != manifest]
+    elsewhere = [p for p, _ in _manifest_paths(landing) if p.name == manifest.name and p != manifest]
     if elsewhere:
         where = elsewhere[0].relative_to(landing).parent
         raise ReplayError(ErrorCode.BATCH_ID_REUSED, f"batch {batch_id} is already used by {where}")

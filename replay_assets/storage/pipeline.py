@@ -61,18 +61,19 @@ class Pipeline:
         else:
             sleep_real(seconds)
 
-    def _scan(self) -> tuple[dict[str, landing_area.Seen], list[str]]:
-        """Readable manifests by their content hash (never by batch id alone: a batch id used
-        twice must be seen twice, so the plan can fail the second use closed), and the reasons
-        of the unreadable ones."""
-        seen = landing_area.scan(self.settings.landing, self.settings.limits)
-        unreadable = [f"{s.path.relative_to(self.settings.landing)}: {s.error}" for s in seen if s.error]
-        return {s.manifest.sha256: s for s in seen if s.manifest}, unreadable
-
     def _decide(self, con: duckdb.DuckDBPyConnection) -> tuple[Decision, dict[str, landing_area.Seen]]:
-        by_sha, unreadable = self._scan()
+        """Readable manifests are kept by their content hash (never by batch id alone: a batch
+        id used twice must be seen twice, so the plan can fail the second use closed); an
+        unreadable one in a load-date folder is a delivery that is not ready, so its date
+        waits instead of applying without it."""
+        landing = self.settings.landing
+        seen = landing_area.scan(landing, self.settings.limits)
+        unreadable = [f"{s.path.relative_to(landing)}: {s.error}" for s in seen if s.error]
+        by_sha = {s.manifest.sha256: s for s in seen if s.manifest}
         now = self.now()
         deliveries = [landing_area.to_delivery(s, now, self.settings.limits) for s in by_sha.values()]
+        blocked = (landing_area.unreadable_delivery(s, landing) for s in seen if s.error)
+        deliveries += [d for d in blocked if d is not None]
         window = (self.settings.load_date_start, now.date().isoformat())
         plans = plan_load_dates(deliveries, warehouse_facts(con), window, self.settings.sources)
         return Decision(plans, next_to_apply(plans), unreadable), by_sha
@@ -323,13 +324,12 @@ class Pipeline:
         then apply without it. A batch that blocks nothing is refused: skipping a healthy batch
         would apply its load date without its events."""
         with self.warehouse.transaction() as con:
-            decision, by_sha = self._decide(con)
-            manifests = [s.manifest for s in by_sha.values() if s.manifest]
-            delivered = [m for m in manifests if m.batch_id == batch_id]
+            decision, _ = self._decide(con)
+            delivered = {d.load_date for p in decision.plans for d in p.batches if d.batch_id == batch_id}
             known = one(con, "SELECT load_date FROM manifests WHERE batch_id = ?", [batch_id])
             if not delivered and not known:
                 raise ReplayError(ErrorCode.UNKNOWN_BATCH, f"no delivery with batch id {batch_id}")
-            days = sorted({m.load_date for m in delivered} | ({str(known[0])} if known else set()))
+            days = sorted(delivered | ({str(known[0])} if known else set()))
             plans = [_plan_for(decision, day) for day in days]
             if not any(_blocks(con, plan, batch_id) for plan in plans):
                 states = ", ".join(f"{p.load_date} {p.status}" for p in plans)
