@@ -1,0 +1,31 @@
+"""Test tiers. ``uv run pytest -m "not slow"`` is the daily loop (a few minutes on 2 cores);
+``uv run pytest`` (and CI) runs everything. The slow tier, in one place: processes killed at
+every journal point, the real daemon and webserver, the browser, the runbook executed end to
+end, the benchmark, and the big differential and hypothesis runs."""
+
+from __future__ import annotations
+
+import pytest
+
+SLOW_MODULES = (
+    "crash/",  # kill matrix, random kills, operator holds, races: a child process per case
+    "defs/test_lanes_daemon.py",  # the real daemon and webserver
+    "defs/test_backfill.py",  # a real Dagster backfill with a daemon of its own
+    "ui/",  # Chromium against dagster dev
+    "test_runbook.py",  # every runbook command, in order
+    "test_benchmark_smoke.py",  # the benchmark script as a child
+    "storage/test_storage_equals_reference.py",  # random differential against the reference
+)
+SLOW_TESTS = (
+    "test_fast_path_certifies_only_what_the_oracle_accepts_and_agrees_on_it",  # big hypothesis runs
+    "test_sql_fold_equals_oracle",
+    "test_malformed_lines_are_rejected_and_change_nothing",
+    "test_a_fifo_in_place_of_the_data_file_never_hangs_run",  # `replay-assets run` as a child
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        where = item.nodeid.removeprefix("replay_assets_tests/")
+        if where.startswith(SLOW_MODULES) or getattr(item, "originalname", item.name) in SLOW_TESTS:
+            item.add_marker(pytest.mark.slow)
