@@ -1,9 +1,8 @@
 """The fold of one load date (SPEC 3.1-3.5): classify every valid event and pick each key's winner.
 
-Two implementations of one contract:
-- :func:`fold_reference` is a small sequential fold over Python values: the oracle;
-- :func:`fold_frame` is the set-based polars fold used on real volumes.
-Property tests prove they agree on every input.
+:func:`fold_reference` is a small sequential fold over Python values: the contract and the
+oracle. Production folds a load date set-based in the warehouse (``storage/fold_sql.py``); a
+property test there proves the SQL equals this oracle on every input, conflicts included.
 
 Rules, applied in this order to each event of the load date (delivery order = ``pos``):
 1. ``(source, event_id)`` seen before (committed, or earlier in the load date) with other content
@@ -22,8 +21,6 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-
-import polars as pl
 
 from replay_assets.core.errors import Violation
 
@@ -70,37 +67,6 @@ class FoldResult:
     @property
     def blocked(self) -> bool:
         return any(c.outcome is Outcome.VIOLATION for c in self.classified.values())
-
-
-EVENT_SCHEMA = pl.Schema(
-    {
-        "pos": pl.Int64,
-        "source": pl.String,
-        "event_id": pl.String,
-        "source_seq": pl.Int64,
-        "entity": pl.String,
-        "key": pl.String,
-        "version": pl.Int64,
-        "content_sha256": pl.String,
-        "image_sha256": pl.String,
-    }
-)
-COMMITTED_SCHEMA = pl.Schema(
-    {
-        "entity": pl.String,
-        "key": pl.String,
-        "version": pl.Int64,
-        "image_sha256": pl.String,
-    }
-)
-REGISTRY_SCHEMA = pl.Schema(
-    {
-        "source": pl.String,
-        "event_id": pl.String,
-        "source_seq": pl.Int64,
-        "content_sha256": pl.String,
-    }
-)
 
 
 def fold_reference(
@@ -160,101 +126,3 @@ def _winners(events: Iterable[FoldInput], classified: Mapping[int, Classified]) 
             if held is None or ev.version > held.version:
                 best[(ev.entity, ev.key)] = ev
     return {ev.pos for ev in best.values()}
-
-
-def fold_frame(events: pl.DataFrame, committed: pl.DataFrame, registry: pl.DataFrame) -> pl.DataFrame:
-    """Set-based fold with the same contract as :func:`fold_reference`.
-
-    ``events`` has EVENT_SCHEMA columns, ``committed`` COMMITTED_SCHEMA (only keys the events
-    touch are needed), ``registry`` REGISTRY_SCHEMA (only ids and seqs the events touch are
-    needed). Returns one row per event: ``pos, outcome, rule, winner``. Order-independent.
-    """
-    ev = events.lazy().with_columns(
-        pl.col("content_sha256").sort_by("pos").first().over("source", "event_id").alias("id_first"),
-        (pl.col("pos") == pl.col("pos").min().over("source", "event_id")).alias("is_first_id"),
-        pl.col("content_sha256").sort_by("pos").first().over("source", "source_seq").alias("seq_first"),
-    )
-    reg = registry.lazy()
-    ev = (
-        ev.join(
-            reg.select("source", "event_id", pl.col("content_sha256").alias("reg_id")),
-            on=["source", "event_id"],
-            how="left",
-        )
-        .join(
-            reg.select("source", "source_seq", pl.col("content_sha256").alias("reg_seq")),
-            on=["source", "source_seq"],
-            how="left",
-        )
-        .join(
-            committed.lazy().select(
-                "entity", "key", pl.col("version").alias("cv"), pl.col("image_sha256").alias("c_image")
-            ),
-            on=["entity", "key"],
-            how="left",
-        )
-    )
-    known_id = pl.coalesce("reg_id", pl.when(~pl.col("is_first_id")).then(pl.col("id_first")))
-    earlier_seq = pl.col("seq_first") != pl.col("content_sha256")
-    known_seq = pl.coalesce("reg_seq", pl.when(earlier_seq).then(pl.col("seq_first")))
-    content = pl.col("content_sha256")
-    ev = ev.with_columns(
-        pl.when(known_id.is_not_null() & (known_id != content))
-        .then(pl.lit(str(Violation.EVENT_ID_CONFLICT)))
-        .when(known_seq.is_not_null() & (known_seq != content))
-        .then(pl.lit(str(Violation.SOURCE_SEQ_CONFLICT)))
-        .alias("rule"),
-        known_id.is_not_null().alias("dup_id"),
-    )
-    return _fence_frame(ev).collect()
-
-
-def _fence_frame(ev: pl.LazyFrame) -> pl.LazyFrame:
-    fresh = pl.col("rule").is_null() & ~pl.col("dup_id")
-    above = fresh & (pl.col("cv").is_null() | (pl.col("version") > pl.col("cv")))
-    slot = ("entity", "key", "version")
-    first_pos = pl.col("pos").filter(above).min().over(*slot)
-    first_image = pl.col("image_sha256").filter(above).sort_by(pl.col("pos").filter(above)).first()
-    ev = ev.with_columns(first_pos.alias("slot_pos"), first_image.over(*slot).alias("slot_image"))
-    equal = fresh & (pl.col("version") == pl.col("cv"))
-    outcome = (
-        pl.when(pl.col("rule").is_not_null())
-        .then(pl.lit(Outcome.VIOLATION.value))
-        .when(pl.col("dup_id"))
-        .then(pl.lit(Outcome.DUPLICATE.value))
-        .when(fresh & (pl.col("version") < pl.col("cv")))
-        .then(pl.lit(Outcome.STALE.value))
-        .when(equal & (pl.col("image_sha256") == pl.col("c_image")))
-        .then(pl.lit(Outcome.DUPLICATE.value))
-        .when(equal)
-        .then(pl.lit(Outcome.VIOLATION.value))
-        .when(pl.col("pos") == pl.col("slot_pos"))
-        .then(pl.lit(Outcome.ACCEPTED.value))
-        .when(pl.col("image_sha256") == pl.col("slot_image"))
-        .then(pl.lit(Outcome.DUPLICATE.value))
-        .otherwise(pl.lit(Outcome.VIOLATION.value))
-    )
-    conflict = pl.lit(str(Violation.EQUAL_VERSION_CONFLICT))
-    ev = ev.with_columns(outcome.alias("outcome")).with_columns(
-        pl.when((pl.col("outcome") == Outcome.VIOLATION.value) & pl.col("rule").is_null())
-        .then(conflict)
-        .otherwise(pl.col("rule"))
-        .alias("rule")
-    )
-    accepted = pl.col("outcome") == Outcome.ACCEPTED.value
-    top = pl.col("version").filter(accepted).max().over("entity", "key")
-    return (
-        ev.with_columns((accepted & (pl.col("version") == top)).alias("winner"))
-        .select("pos", "outcome", "rule", "winner")
-        .sort("pos")
-    )
-
-
-def frame_to_result(frame: pl.DataFrame) -> FoldResult:
-    """Read :func:`fold_frame`'s output back as the oracle's value type (for comparison)."""
-    classified = {
-        row["pos"]: Classified(Outcome(row["outcome"]), Violation(row["rule"]) if row["rule"] else None)
-        for row in frame.iter_rows(named=True)
-    }
-    winners = frozenset(frame.filter(pl.col("winner"))["pos"].to_list())
-    return FoldResult(classified, winners)

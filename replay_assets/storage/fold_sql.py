@@ -1,7 +1,8 @@
-"""The fold of one load date in DuckDB: :func:`core.fold.fold_frame`'s contract, set-based over
-tables, so a load date of any size is folded within the warehouse's memory limit (DuckDB spills)
-instead of in Python frames. The core's sequential ``fold_reference`` stays the oracle; a property
-test proves this SQL equals it, conflicts included.
+"""The fold of one load date in DuckDB, the only production fold: the contract of
+:mod:`core.fold` (rules in its docstring), set-based over tables, so a load date of any size is
+folded within the warehouse's memory limit (DuckDB spills) instead of in Python values. The core's
+sequential ``fold_reference`` is the oracle; a property test proves this SQL equals it,
+conflicts included.
 
 Reads the relations ``_events`` (``pos`` and the fold's event columns), ``_committed`` (each
 touched key's state before the load date) and ``_registry`` (registry rows sharing an event id or
