@@ -23,7 +23,6 @@ from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.runner import HEARTBEAT_FRESH_SECONDS
 from replay_assets.session import Session
 
-PROJECT = Path(__file__).resolve().parents[1]
 JOB_OF_ASSET = {
     "raw_receipts": "apply_load_date_job",
     "current_orders": "apply_load_date_job",
@@ -62,7 +61,7 @@ def launch(session: Session, asset: str, first: str, last: str, note: str, opera
         "job",
         "backfill",
         "-w",
-        str(PROJECT / "workspace.yaml"),
+        str(session.dagster_home / "workspace.yaml"),
         "-j",
         JOB_OF_ASSET[asset],
         "--from",
@@ -73,7 +72,9 @@ def launch(session: Session, asset: str, first: str, last: str, note: str, opera
         tags,
         "--noprompt",
     ]
-    done = subprocess.run(cmd, cwd=PROJECT, env=_env(session), capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        cmd, cwd=session.dagster_home, env=_env(session), capture_output=True, text=True, check=False
+    )
     found = re.search(r"Launched backfill job `([^`]+)`", done.stdout + done.stderr)
     if done.returncode != 0 or not found:
         raise ReplayError(
@@ -126,8 +127,10 @@ def _start_daemon(session: Session) -> subprocess.Popen[bytes]:
         str(Path(sys.executable).with_name("dagster-daemon")),
         "run",
         "-w",
-        str(PROJECT / "workspace.yaml"),
+        str(session.dagster_home / "workspace.yaml"),
     ]
     # the daemon writes through its own copy of the descriptor; this process closes its copy now
     with open(session.dagster_home / "daemon.log", "ab") as log:
-        return subprocess.Popen(cmd, cwd=PROJECT, env=_env(session), stdout=log, stderr=subprocess.STDOUT)
+        return subprocess.Popen(
+            cmd, cwd=session.dagster_home, env=_env(session), stdout=log, stderr=subprocess.STDOUT
+        )

@@ -3,11 +3,11 @@ home's Dagster instance, until nothing is pending (``replay-assets run``)."""
 
 import fcntl
 import os
-import shutil
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 
 import dagster as dg
@@ -20,7 +20,14 @@ SENSORS = ("source_manifest_sensor", "restatement_sensor")
 HEARTBEAT_FRESH_SECONDS = 60
 # Failures are reported by the summary; their traces stay in the run's event log for the UI.
 QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
-PROJECT_INSTANCE_CONFIG = Path(__file__).resolve().parents[1] / "dagster.yaml"
+PROJECT_INSTANCE_CONFIG = resources.files("replay_assets") / "dagster.yaml"  # shipped in the package
+# the workspace the CLI's backfills and daemon load: the installed package's definitions, so
+# they work wherever the package is installed (no repository checkout needed)
+WORKSPACE = """# written by replay-assets
+load_from:
+  - python_module:
+      module_name: replay_assets.definitions
+"""
 
 
 @dataclass
@@ -39,7 +46,10 @@ def instance_for(dagster_home: Path) -> dg.DagsterInstance:
     dagster_home.mkdir(parents=True, exist_ok=True)
     config = dagster_home / "dagster.yaml"
     if not config.exists():
-        shutil.copyfile(PROJECT_INSTANCE_CONFIG, config)
+        config.write_bytes(PROJECT_INSTANCE_CONFIG.read_bytes())
+    workspace = dagster_home / "workspace.yaml"
+    if not workspace.exists():
+        workspace.write_text(WORKSPACE, encoding="utf-8")
     return dg.DagsterInstance.from_config(str(dagster_home))
 
 

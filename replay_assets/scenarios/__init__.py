@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
+from importlib import resources
 from typing import Any
 
-FIXTURES = Path(__file__).resolve().parents[2] / "data" / "fixtures"
+FIXTURES = resources.files(__name__) / "fixtures"
 
 
 def fixture(name: str) -> Any:
-    """A committed seed fixture from ``data/fixtures``."""
+    """A seed fixture shipped with the package (``replay_assets/scenarios/fixtures``)."""
     return json.loads((FIXTURES / name).read_text(encoding="utf-8"))

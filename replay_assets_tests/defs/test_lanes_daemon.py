@@ -6,7 +6,6 @@ and the final consumer tables equal a serial run's."""
 
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -95,7 +94,7 @@ def free_port() -> int:
 def env(tmp_path: Path) -> dict[str, str]:
     home = tmp_path / "home"
     (home / "dagster").mkdir(parents=True)
-    shutil.copyfile(PROJECT_INSTANCE_CONFIG, home / "dagster" / "dagster.yaml")
+    (home / "dagster" / "dagster.yaml").write_bytes(PROJECT_INSTANCE_CONFIG.read_bytes())
     return {
         **os.environ,
         "REPLAY_ASSETS_HOME": str(home),

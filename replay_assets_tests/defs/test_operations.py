@@ -2,7 +2,6 @@
 
 import datetime as dt
 import logging
-import shutil
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -112,7 +111,7 @@ def test_lanes_come_from_the_run_and_from_the_root_of_a_retry() -> None:
 
 
 def test_the_instance_queues_runs_through_the_lane_coordinator_with_lane_limits(tmp_path: Path) -> None:
-    shutil.copyfile(PROJECT_INSTANCE_CONFIG, tmp_path / "dagster.yaml")
+    (tmp_path / "dagster.yaml").write_bytes(PROJECT_INSTANCE_CONFIG.read_bytes())
     with dg.DagsterInstance.from_config(str(tmp_path)) as instance:
         assert isinstance(instance.run_coordinator, LaneRunCoordinator)
         limits = instance.get_concurrency_config().run_queue_config.tag_concurrency_limits

@@ -6,7 +6,6 @@ replay-assets home; every wait polls with a deadline; ``stop`` always ends the w
 
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -18,6 +17,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
+
+from replay_assets.runner import PROJECT_INSTANCE_CONFIG
 
 ROOT = Path(__file__).resolve().parents[2]
 POLL_SECONDS = 0.5
@@ -62,7 +63,7 @@ class DagsterDev:
     def start(self) -> None:
         self.home.mkdir(parents=True, exist_ok=True)
         self.dagster_home.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(ROOT / "dagster.yaml", self.dagster_home / "dagster.yaml")
+        (self.dagster_home / "dagster.yaml").write_bytes(PROJECT_INSTANCE_CONFIG.read_bytes())
         env = {
             **os.environ,
             **self.env_extra,
