@@ -26,9 +26,9 @@ from replay_assets.core.slo import Slo
 from replay_assets.definitions import settings_from_environment
 from replay_assets.progress import progress
 from replay_assets.session import Session
-from replay_assets.storage import exports
-from replay_assets.storage.landing_area import create_delivery
-from replay_assets.storage.operations import Operations
+from replay_assets.storage.evidence.operations import Operations
+from replay_assets.storage.landing.area import create_delivery
+from replay_assets.storage.publish import exports
 
 
 def _session(args: argparse.Namespace) -> Session:
@@ -136,7 +136,7 @@ def cmd_backfill(args: argparse.Namespace) -> int:
 
 def cmd_recovery(args: argparse.Namespace) -> int:
     """Journal recovery with the warehouse only (Dagster may be down)."""
-    from replay_assets.storage import recovery
+    from replay_assets.storage.journal import recovery
     from replay_assets.storage.pipeline import Pipeline
 
     pipeline = Pipeline(settings_from_environment(args.home))

@@ -17,7 +17,7 @@ from replay_assets.demo import Print, controls, snapshot, table
 from replay_assets.runner import QUIET
 from replay_assets.scenarios import seed003
 from replay_assets.session import Session
-from replay_assets.storage.operations import Operations
+from replay_assets.storage.evidence.operations import Operations
 
 STEP_EVENTS = {"STEP_START", "STEP_UP_FOR_RETRY", "STEP_RESTARTED", "STEP_FAILURE", "STEP_SUCCESS"}
 PUBLICATIONS_SQL = """SELECT partition_key, version, content_sha256, reason FROM publications

@@ -14,8 +14,8 @@ from replay_assets.core.config import Settings
 from replay_assets.core.events import canonical_json, sha256_text
 from replay_assets.definitions import build_definitions
 from replay_assets.runner import QUIET, RunSummary, exclusive_run, instance_for, refuse_if_daemon, run_pending
+from replay_assets.storage.db.warehouse import query_frame
 from replay_assets.storage.pipeline import Pipeline
-from replay_assets.storage.warehouse import query_frame
 
 
 @dataclass

@@ -28,9 +28,9 @@ from replay_assets.core import names, strict_json
 from replay_assets.core.errors import RejectReason, ReplayError
 from replay_assets.core.events import ValidationContext, parse_event
 from replay_assets.core.plan import DateStatus
-from replay_assets.storage import safe_files
-from replay_assets.storage.landing_area import write_delivery
-from replay_assets.storage.operations import Operations
+from replay_assets.storage.evidence.operations import Operations
+from replay_assets.storage.landing import files as safe_files
+from replay_assets.storage.landing.area import write_delivery
 from replay_assets.storage.pipeline import Pipeline
 from replay_assets_tests.helpers import drive, settings_for
 from replay_assets_tests.storage.test_bad_input import event

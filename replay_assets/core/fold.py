@@ -1,7 +1,7 @@
 """The fold of one load date (SPEC 3.1-3.5): classify every valid event and pick each key's winner.
 
 :func:`fold_reference` is a small sequential fold over Python values: the contract and the
-oracle. Production folds a load date set-based in the warehouse (``storage/fold_sql.py``); a
+oracle. Production folds a load date set-based in the warehouse (``storage/apply/fold_sql.py``); a
 property test there proves the SQL equals this oracle on every input, conflicts included.
 
 Rules, applied in this order to each event of the load date (delivery order = ``pos``):

@@ -13,8 +13,9 @@ from replay_assets.core.lanes import BACKFILL, lane_for
 from replay_assets.defs import evidence
 from replay_assets.defs.partitions import business_date_partitions, load_date_partitions
 from replay_assets.defs.resources import ReplayResource
-from replay_assets.storage import failpoints, service
-from replay_assets.storage.operations import Operations
+from replay_assets.storage.db import failpoints
+from replay_assets.storage.evidence import attempts as service
+from replay_assets.storage.evidence.operations import Operations
 from replay_assets.storage.pipeline import Pipeline
 
 POOL = "duckdb_writer"

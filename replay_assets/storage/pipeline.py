@@ -14,17 +14,24 @@ from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.events import ValidationContext, canonical_json, sha256_text
 from replay_assets.core.manifest import Manifest
 from replay_assets.core.plan import DatePlan, DateStatus, next_to_apply, plan_load_dates
-from replay_assets.storage import certify, failpoints, journal, landing_area
-from replay_assets.storage import published as published_copy
-from replay_assets.storage.apply import ApplyResult, Mode, apply_load_date, from_record, to_record
-from replay_assets.storage.clock import VirtualClock, real_now, sleep_real
-from replay_assets.storage.costs import Cost, measure, record_cost, run_costs
-from replay_assets.storage.facts import contiguous_ranges, record_attempt, require_landed, warehouse_facts
-from replay_assets.storage.identities import apply_operation, publications_digest, publish_operation
-from replay_assets.storage.landing import Landed, land_batch
-from replay_assets.storage.publish import Published, publish_aggregates
-from replay_assets.storage.status import Status, set_status
-from replay_assets.storage.warehouse import Warehouse, one
+from replay_assets.storage.apply.facts import (
+    contiguous_ranges,
+    record_attempt,
+    require_landed,
+    warehouse_facts,
+)
+from replay_assets.storage.apply.load_date import ApplyResult, Mode, apply_load_date, from_record, to_record
+from replay_assets.storage.db import failpoints
+from replay_assets.storage.db.clock import VirtualClock, real_now, sleep_real
+from replay_assets.storage.db.warehouse import Warehouse, one
+from replay_assets.storage.evidence.costs import Cost, measure, record_cost, run_costs
+from replay_assets.storage.evidence.status import Status, set_status
+from replay_assets.storage.journal import executor as journal
+from replay_assets.storage.journal.identities import apply_operation, publications_digest, publish_operation
+from replay_assets.storage.landing import area as landing_area
+from replay_assets.storage.landing.ingest import Landed, land_batch
+from replay_assets.storage.publish import certify, published_copy
+from replay_assets.storage.publish.aggregates import Published, publish_aggregates
 
 # DELAYED is applicable on purpose: a manual or backfill run of a date whose predecessor is not
 # certified becomes a failed candidate (MISSING_UPSTREAM_LOAD_DATE), never a silent refusal.

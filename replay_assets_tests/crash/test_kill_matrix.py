@@ -13,7 +13,7 @@ import pytest
 
 from replay_assets.scenarios import seed000, seed001, seed002
 from replay_assets.session import Session
-from replay_assets.storage import recovery
+from replay_assets.storage.journal import recovery
 from replay_assets_tests.helpers import settings_for
 
 JOURNAL_POINTS = [

@@ -22,7 +22,7 @@ import dagster as dg
 import pytest
 
 from replay_assets.scenarios import seed001
-from replay_assets.storage import journal
+from replay_assets.storage.journal import executor as journal
 from replay_assets_tests.crash.test_kill_matrix import outcome, session
 
 # the operations of the run, in order; the n-th of a kind reaches each of its points the n-th time

@@ -13,7 +13,7 @@ from replay_assets.definitions import build_definitions
 from replay_assets.defs.assets import build_assets
 from replay_assets.defs.resources import ReplayResource
 from replay_assets.scenarios import seed001
-from replay_assets.storage.landing_area import write_delivery
+from replay_assets.storage.landing.area import write_delivery
 from replay_assets.storage.pipeline import Pipeline
 from replay_assets_tests.helpers import settings_for
 
@@ -76,7 +76,7 @@ def test_manifest_sensor_names_the_file_that_is_not_ready(settings) -> None:  # 
 def test_sensors_skip_the_tick_while_the_warehouse_is_busy(settings) -> None:  # type: ignore[no-untyped-def]
     seed001.deliver_baseline(settings.landing)
     defs = build_definitions(settings)
-    from replay_assets.storage.warehouse import Warehouse
+    from replay_assets.storage.db.warehouse import Warehouse
 
     with Warehouse(settings.home).connect():
         for name in ("source_manifest_sensor", "restatement_sensor"):

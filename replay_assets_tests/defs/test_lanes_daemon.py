@@ -24,7 +24,7 @@ from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.events import canonical_json
 from replay_assets.runner import PROJECT_INSTANCE_CONFIG
 from replay_assets.session import Session
-from replay_assets.storage.landing_area import write_delivery
+from replay_assets.storage.landing.area import write_delivery
 from replay_assets_tests.helpers import settings_for
 
 PROJECT = Path(__file__).resolve().parents[2]

@@ -15,9 +15,9 @@ from replay_assets.lanes import LaneRunCoordinator
 from replay_assets.runner import PROJECT_INSTANCE_CONFIG
 from replay_assets.scenarios import seed001, seed003
 from replay_assets.session import Session
-from replay_assets.storage import certify
+from replay_assets.storage.db.warehouse import Warehouse
 from replay_assets.storage.pipeline import Pipeline
-from replay_assets.storage.warehouse import Warehouse
+from replay_assets.storage.publish import certify
 from replay_assets_tests.helpers import settings_for
 
 

@@ -1,4 +1,4 @@
-"""The production fold (DuckDB SQL, ``storage/fold_sql.py``) equals the core's sequential oracle
+"""The production fold (DuckDB SQL, ``storage/apply/fold_sql.py``) equals the core's sequential oracle
 ``fold_reference`` on arbitrary inputs, conflicts included. There is no other fold."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from replay_assets.core.fold import (
     Outcome,
     fold_reference,
 )
-from replay_assets.storage.fold_sql import fold_into
+from replay_assets.storage.apply.fold_sql import fold_into
 
 EVENT_SCHEMA = pl.Schema(
     {

@@ -10,8 +10,8 @@ import pytest
 from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.journal import intent_digest
 from replay_assets.scenarios import seed001
-from replay_assets.storage import journal
-from replay_assets.storage.identities import apply_operation
+from replay_assets.storage.journal import executor as journal
+from replay_assets.storage.journal.identities import apply_operation
 from replay_assets.storage.pipeline import Pipeline
 from replay_assets_tests.helpers import drive, settings_for, warehouse_fingerprint
 

@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 
 from replay_assets.core.errors import RejectReason
 from replay_assets.core.manifest import ManifestFile
-from replay_assets.storage import safe_files
-from replay_assets.storage.landing_area import DeliveryFile, DeliveryMismatch
-from replay_assets.storage.prefetch import hashed_chunks
+from replay_assets.storage.landing import files as safe_files
+from replay_assets.storage.landing.area import DeliveryFile, DeliveryMismatch
+from replay_assets.storage.landing.read_ahead import hashed_chunks
 
 LINE = st.sampled_from(
     [

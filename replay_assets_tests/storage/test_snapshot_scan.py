@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from replay_assets.core.aggregate import content_sha256, controls_of
 from replay_assets.core.events import canonical_json, sha256_text
-from replay_assets.storage import snapshot_scan
-from replay_assets.storage.warehouse import migrate
+from replay_assets.storage.apply import snapshot_scan
+from replay_assets.storage.db.warehouse import migrate
 
 DAYS = ["2026-01-01", "2026-01-02", "2026-01-03"]
 order_row = st.tuples(
@@ -97,7 +97,7 @@ def test_a_negative_amount_is_named_from_whichever_part_holds_it() -> None:
 
 
 def test_aggregate_candidates_are_built_in_parts_of_bounded_lines(monkeypatch: pytest.MonkeyPatch) -> None:
-    from replay_assets.storage import publish
+    from replay_assets.storage.publish import aggregates as publish
 
     monkeypatch.setattr(publish, "PART_LINES", 10)
     counts = pl.DataFrame(

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from replay_assets.core.events import Event, ValidationContext, parse_event
-from replay_assets.storage.validation import candidates, certified_sql, certify
+from replay_assets.storage.landing.validation import candidates, certified_sql, certify
 
 CTX = ValidationContext(dt.date(2026, 1, 1), dt.date(2026, 10, 2), None, None)
 SLICED = ValidationContext(dt.date(2026, 1, 1), dt.date(2026, 10, 2), 10, 500)

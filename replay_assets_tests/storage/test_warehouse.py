@@ -13,8 +13,8 @@ import duckdb
 import pytest
 
 from replay_assets.core.errors import ErrorCode, ReplayError
-from replay_assets.storage.migrations import MIGRATIONS
-from replay_assets.storage.warehouse import Warehouse, one
+from replay_assets.storage.db.migrations import MIGRATIONS
+from replay_assets.storage.db.warehouse import Warehouse, one
 
 CONSUMER_VIEWS = {"current_orders", "current_customers", "daily_aggregates"}
 CONSUMER_TABLES = {"publications", "raw_receipts", "rejected_events", "reconciliation", "partition_status"}

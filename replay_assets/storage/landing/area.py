@@ -32,7 +32,7 @@ from replay_assets.core.manifest import (
 )
 from replay_assets.core.names import NameKind, check_name, is_name
 from replay_assets.core.plan import Delivery
-from replay_assets.storage.safe_files import (
+from replay_assets.storage.landing.files import (
     LineProblem,
     NotRegularFile,
     open_regular,

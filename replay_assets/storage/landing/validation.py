@@ -26,7 +26,7 @@ from replay_assets.core.events import (
     ORDER_IMAGE,
     ValidationContext,
 )
-from replay_assets.storage.warehouse import query_frame
+from replay_assets.storage.db.warehouse import query_frame
 
 ID_RE = ID_PATTERN.pattern
 INT_MAX = 10**12

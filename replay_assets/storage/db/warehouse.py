@@ -19,7 +19,7 @@ import duckdb
 import polars as pl
 
 from replay_assets.core.errors import ErrorCode, ReplayError
-from replay_assets.storage.migrations import MIGRATIONS
+from replay_assets.storage.db.migrations import MIGRATIONS
 
 POLL_SECONDS = 0.05
 # DuckDB buffer memory per connection; beyond it DuckDB spills to <warehouse>.tmp/. Bounds the

@@ -16,8 +16,8 @@ import duckdb
 
 from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.journal import IN_DOUBT, MUTATION_BEGUN, CommitState, Next, next_step
-from replay_assets.storage import journal
-from replay_assets.storage.warehouse import Warehouse
+from replay_assets.storage.db.warehouse import Warehouse
+from replay_assets.storage.journal import executor as journal
 
 S = CommitState
 

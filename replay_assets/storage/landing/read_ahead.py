@@ -11,7 +11,7 @@ import threading
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 
-from replay_assets.storage.safe_files import LineProblem
+from replay_assets.storage.landing.files import LineProblem
 
 
 @dataclass(frozen=True)

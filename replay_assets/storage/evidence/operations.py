@@ -7,10 +7,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from replay_assets.core.slo import Slo
-from replay_assets.storage import reverify, service
+from replay_assets.storage.db.warehouse import one, query_frame
+from replay_assets.storage.evidence import attempts as service
+from replay_assets.storage.evidence.status import Status, set_status
 from replay_assets.storage.pipeline import Pipeline
-from replay_assets.storage.status import Status, set_status
-from replay_assets.storage.warehouse import one, query_frame
+from replay_assets.storage.publish import reverify
 
 RECONCILE_SQL = """
     SELECT load_date, sum(source_events) AS source_events, sum(accepted) AS accepted,

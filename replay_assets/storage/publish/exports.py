@@ -9,7 +9,7 @@ import duckdb
 import polars as pl
 
 from replay_assets.core.errors import ErrorCode, ReplayError
-from replay_assets.storage.warehouse import query_frame
+from replay_assets.storage.db.warehouse import query_frame
 
 TABLES = {
     "current_orders": "SELECT * FROM current_orders ORDER BY order_id, line_no",

@@ -26,10 +26,10 @@ from replay_assets.core.events import (
     parse_event,
 )
 from replay_assets.core.manifest import Manifest
-from replay_assets.storage import validation
-from replay_assets.storage.landing_area import DeliveryFile
-from replay_assets.storage.prefetch import Chunk, hashed_chunks
-from replay_assets.storage.warehouse import one
+from replay_assets.storage.db.warehouse import one
+from replay_assets.storage.landing import validation
+from replay_assets.storage.landing.area import DeliveryFile
+from replay_assets.storage.landing.read_ahead import Chunk, hashed_chunks
 
 STAGED_IMAGE = (*ORDER_IMAGE, *(c for c in CUSTOMER_IMAGE if c not in ORDER_IMAGE))
 STAGED_SCHEMA = pl.Schema(

@@ -10,7 +10,7 @@ import duckdb
 from replay_assets.core.config import SloPolicy
 from replay_assets.core.manifest import parse_instant
 from replay_assets.core.slo import Slo, evaluate
-from replay_assets.storage.warehouse import one
+from replay_assets.storage.db.warehouse import one
 
 STARTED, FAILED, SUCCEEDED = "STARTED", "FAILED", "SUCCEEDED"
 

@@ -8,8 +8,8 @@ import duckdb
 
 from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.plan import DatePlan, DateStatus, WarehouseFacts
-from replay_assets.storage import certify
-from replay_assets.storage.status import Status, set_status
+from replay_assets.storage.evidence.status import Status, set_status
+from replay_assets.storage.publish import certify
 
 LATEST_ATTEMPTS = """
     SELECT load_date, identity, status, reason FROM load_date_attempts

@@ -9,10 +9,10 @@ import duckdb
 import polars as pl
 
 from replay_assets.core.aggregate import aggregate_frame, content_sha256
-from replay_assets.storage.certify import recomputed_controls
-from replay_assets.storage.publish import AGG_KEY, lines_for_dates
-from replay_assets.storage.snapshot_scan import scan_snapshot
-from replay_assets.storage.warehouse import one, query_frame
+from replay_assets.storage.apply.snapshot_scan import scan_snapshot
+from replay_assets.storage.db.warehouse import one, query_frame
+from replay_assets.storage.publish.aggregates import AGG_KEY, lines_for_dates
+from replay_assets.storage.publish.certify import recomputed_controls
 
 LATEST = """
     SELECT partition_key, version, as_of_load_date, content_sha256 FROM publications WHERE asset = ?

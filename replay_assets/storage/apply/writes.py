@@ -13,10 +13,10 @@ from replay_assets.core.events import ORDER_IMAGE
 from replay_assets.core.fold import Outcome
 from replay_assets.core.plan import DatePlan
 from replay_assets.core.state import Counts
-from replay_assets.storage.landing import insert_frame
-from replay_assets.storage.migrations import CUSTOMER_COLUMNS, ORDER_COLUMNS
-from replay_assets.storage.status import Status, set_status
-from replay_assets.storage.warehouse import one, query_frame
+from replay_assets.storage.db.migrations import CUSTOMER_COLUMNS, ORDER_COLUMNS
+from replay_assets.storage.db.warehouse import one, query_frame
+from replay_assets.storage.evidence.status import Status, set_status
+from replay_assets.storage.landing.ingest import insert_frame
 
 BUSINESS_FIELDS = tuple(c for c in ORDER_IMAGE if c not in ("order_id", "line_no", "status"))
 VIOLATION = Outcome.VIOLATION.value

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import duckdb
 
-from replay_assets.storage.fold_sql import fold_into
-from replay_assets.storage.warehouse import one
+from replay_assets.storage.apply.fold_sql import fold_into
+from replay_assets.storage.db.warehouse import one
 
 ORDER_KEY_SQL = "'[\"' || order_id || '\",' || CAST(line_no AS VARCHAR) || ']'"
 CUSTOMER_KEY_SQL = "'[\"' || customer_id || '\"]'"

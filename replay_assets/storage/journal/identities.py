@@ -9,7 +9,8 @@ import duckdb
 from replay_assets.core.events import canonical_json, sha256_text
 from replay_assets.core.journal import intent_digest, operation_id
 from replay_assets.core.plan import DatePlan
-from replay_assets.storage import certify, journal
+from replay_assets.storage.journal import executor as journal
+from replay_assets.storage.publish import certify
 
 
 def publish_operation(con: duckdb.DuckDBPyConnection, dates: list[str]) -> journal.Operation:

@@ -17,8 +17,8 @@ import duckdb
 from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.events import canonical_json
 from replay_assets.core.journal import CommitState, Next, can_move, next_step, operation_id
-from replay_assets.storage import failpoints
-from replay_assets.storage.warehouse import Warehouse, one
+from replay_assets.storage.db import failpoints
+from replay_assets.storage.db.warehouse import Warehouse, one
 
 S = CommitState
 

@@ -27,7 +27,7 @@ from replay_assets.core.gate import (
     combine,
 )
 from replay_assets.core.schemas import CUSTOMER_STATE, ORDER_STATE
-from replay_assets.storage.migrations import CUSTOMER_COLUMNS, ORDER_COLUMNS
+from replay_assets.storage.db.migrations import CUSTOMER_COLUMNS, ORDER_COLUMNS
 
 PART_ROWS = 500_000
 ORDER_KEY = ["order_id", "line_no"]

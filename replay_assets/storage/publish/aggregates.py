@@ -13,10 +13,10 @@ import polars as pl
 
 from replay_assets.core.aggregate import AGGREGATE_COLUMNS, aggregate_frame, content_sha256
 from replay_assets.core.gate import CheckOutcome, all_passed, outcome_from_record, outcome_record
-from replay_assets.storage import certify
-from replay_assets.storage.landing import insert_frame
-from replay_assets.storage.migrations import ORDER_COLUMNS
-from replay_assets.storage.warehouse import one, query_frame
+from replay_assets.storage.db.migrations import ORDER_COLUMNS
+from replay_assets.storage.db.warehouse import one, query_frame
+from replay_assets.storage.landing.ingest import insert_frame
+from replay_assets.storage.publish import certify
 
 AGG_KEY = ["store_id", "business_date"]
 PART_LINES = 1_000_000

@@ -17,13 +17,14 @@ from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.gate import CheckOutcome, all_passed, failures, outcome_from_record, outcome_record
 from replay_assets.core.plan import DatePlan
 from replay_assets.core.state import Counts
-from replay_assets.storage import certify, records
-from replay_assets.storage.snapshot_scan import scan_snapshot
-from replay_assets.storage.state_io import (
+from replay_assets.storage.apply import writes as records
+from replay_assets.storage.apply.snapshot_scan import scan_snapshot
+from replay_assets.storage.apply.stage import (
     drop_fold,
     stage_fold,
 )
-from replay_assets.storage.warehouse import one
+from replay_assets.storage.db.warehouse import one
+from replay_assets.storage.publish import certify
 
 
 class Mode(enum.StrEnum):

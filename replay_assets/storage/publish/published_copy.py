@@ -15,9 +15,9 @@ from pathlib import Path
 
 import duckdb
 
-from replay_assets.storage import journal
-from replay_assets.storage.certify import pointer
-from replay_assets.storage.landing_area import atomic_replace, atomic_write, temp_path
+from replay_assets.storage.journal import executor as journal
+from replay_assets.storage.landing.area import atomic_replace, atomic_write, temp_path
+from replay_assets.storage.publish.certify import pointer
 
 VIEWS_VERSION = 2  # 1 held absolute paths: a copied home served the original's files
 HOME_VARIABLE = "replay_assets_home"
