@@ -126,15 +126,15 @@ class Pipeline:
         if batch.new:
             record_cost(
                 con,
-                run_id,
-                "land",
-                load_date,
-                cost,
-                batch.batch_id,
-                batch.source_events,
-                batch.bytes_read,
-                2 * batch.source_events,
-                self.now(),
+                run_id=run_id,
+                step="land",
+                partition_key=load_date,
+                cost=cost,
+                now=self.now(),
+                batch_id=batch.batch_id,
+                events=batch.source_events,
+                bytes_read=batch.bytes_read,
+                rows_written=2 * batch.source_events,
             )
         return batch
 
@@ -226,16 +226,14 @@ class Pipeline:
         events = sum(c.source_events for c in result.counts.values())
         record_cost(
             con,
-            run_id,
-            "apply",
-            result.load_date,
-            cost,
-            None,
-            events,
-            0,
-            result.rows_written,
-            self.now(),
-            candidate_bytes,
+            run_id=run_id,
+            step="apply",
+            partition_key=result.load_date,
+            cost=cost,
+            now=self.now(),
+            events=events,
+            rows_written=result.rows_written,
+            candidate_bytes=candidate_bytes,
         )
 
     def _keep_failed_state(
@@ -261,7 +259,9 @@ class Pipeline:
         )
         self._record_apply_cost(con, result, cost, run_id, path.stat().st_size)
         con.execute(
-            "INSERT INTO load_date_attempts VALUES (?, ?, ?, ?, ?)",
+            "INSERT INTO load_date_attempts ("
+            "load_date, identity, status, reason, attempted_at"
+            ") VALUES (?, ?, ?, ?, ?)",
             [plan.load_date, plan.gate_key, DateStatus.FAILED_CANDIDATE.value, result.reasons[0], self.now()],
         )
         return to_record(result), None
@@ -279,16 +279,13 @@ class Pipeline:
             key = f"{dates[0]}..{dates[-1]}" if dates else ""
             record_cost(
                 con,
-                run_id,
-                "publish",
-                key,
-                cost,
-                None,
-                0,
-                0,
-                sum(p.rows for p in published),
-                self.now(),
-                sum(p.candidate_bytes for p in published),
+                run_id=run_id,
+                step="publish",
+                partition_key=key,
+                cost=cost,
+                now=self.now(),
+                rows_written=sum(p.rows for p in published),
+                candidate_bytes=sum(p.candidate_bytes for p in published),
             )
             return {"published": [p.to_record() for p in published]}, publications_digest(con, dates)
 
@@ -358,7 +355,9 @@ class Pipeline:
         """The operator note of a backfill: who, why, which range, which lane."""
         with self.warehouse.transaction() as con:
             con.execute(
-                "INSERT OR REPLACE INTO backfills VALUES (?, ?, ?, ?, 'backfill', ?, ?, ?)",
+                "INSERT OR REPLACE INTO backfills ("
+                "backfill_id, asset, from_partition, to_partition, lane, note, operator, created_at"
+                ") VALUES (?, ?, ?, ?, 'backfill', ?, ?, ?)",
                 [backfill_id, asset, first, last, note, operator, self.now()],
             )
 
@@ -374,7 +373,10 @@ class Pipeline:
 
     def save_cursor(self, sensor: str, cursor: str) -> None:
         with self.warehouse.transaction() as con:
-            con.execute("INSERT OR REPLACE INTO sensor_cursors VALUES (?, ?)", [sensor, cursor])
+            con.execute(
+                "INSERT OR REPLACE INTO sensor_cursors (name, cursor) VALUES (?, ?)",
+                [sensor, cursor],
+            )
 
     def record_plan_status(self) -> Decision:
         """Write the live status of every waiting load date (MISSING, DELAYED, ...)."""

@@ -41,7 +41,9 @@ def record_attempt(
     con: duckdb.DuckDBPyConnection, plan: DatePlan, status: Status, reason: str, now: dt.datetime
 ) -> None:
     con.execute(  # keyed by the file fingerprints: replacing the broken file makes the date ready
-        "INSERT INTO load_date_attempts VALUES (?, ?, ?, ?, ?)",
+        "INSERT INTO load_date_attempts ("
+        "load_date, identity, status, reason, attempted_at"
+        ") VALUES (?, ?, ?, ?, ?)",
         [plan.load_date, plan.attempt_key, status.value, reason, now],
     )
     set_status(con, "current_orders", [plan.load_date], status, reason, now)

@@ -114,7 +114,10 @@ def _apply_folded(
     groups = records.queue_groups(con, dates, day, now)
     records.advance_watermarks(con, plan, day)
     records.write_reconciliation(con, plan, counts, "APPLIED")
-    con.execute("INSERT OR REPLACE INTO load_dates VALUES (?, ?, ?, ?)", [day, plan.identity, now, run_id])
+    con.execute(
+        "INSERT OR REPLACE INTO load_dates (load_date, identity, applied_at, run_id) VALUES (?, ?, ?, ?)",
+        [day, plan.identity, now, run_id],
+    )
     result = _result(con, day, mode, counts, tuple(dates), first_date, run_id, now)
     written = replace(result, rows_written=history + groups + len(counts))
     if result.status is Mode.FAILED:

@@ -95,13 +95,18 @@ def record_blocked(
     blamed = sorted(set(found["batch_id"].to_list()))
     reason = f"batch {blamed[0]}: {found['detail'][0]}"
     con.execute(
-        "INSERT INTO load_date_attempts VALUES (?, ?, 'BLOCKED', ?, ?)",
+        "INSERT INTO load_date_attempts ("
+        "load_date, identity, status, reason, attempted_at"
+        ") VALUES (?, ?, 'BLOCKED', ?, ?)",
         [plan.load_date, plan.identity, reason, now],
     )
     for b in blamed:
         source = next(d.source for d in plan.batches if d.batch_id == b)
         con.execute(
-            "INSERT OR REPLACE INTO reconciliation VALUES (?, ?, ?, ?, 0, 0, 0, 0, 'BLOCKED')",
+            "INSERT OR REPLACE INTO reconciliation ("
+            "batch_id, source, load_date, source_events, accepted, rejected, skipped_duplicate, "
+            "skipped_stale, status"
+            ") VALUES (?, ?, ?, ?, 0, 0, 0, 0, 'BLOCKED')",
             [b, source, plan.load_date, counts[b].source_events],
         )
     set_status(con, "current_orders", [plan.load_date], Status.BLOCKED, reason, now)
@@ -186,7 +191,7 @@ def register_events(con: duckdb.DuckDBPyConnection, day: str) -> None:
     """Remember every event id the load date carried, so a replay is a duplicate."""
     con.execute(
         """
-        INSERT INTO event_registry
+        INSERT INTO event_registry (source, event_id, source_seq, content_sha256, load_date)
         SELECT source, event_id, source_seq, content_sha256, ? FROM (
             SELECT source, event_id, source_seq, content_sha256 FROM _folded WHERE outcome <> ?
             QUALIFY row_number() OVER (PARTITION BY source, event_id ORDER BY pos) = 1) f
@@ -199,7 +204,7 @@ def queue_groups(con: duckdb.DuckDBPyConnection, dates: list[str], day: str, now
     """Durably queue the affected groups of ``_groups``, old and new images; returns their number."""
     con.execute(
         """
-        INSERT INTO restatement_queue
+        INSERT INTO restatement_queue (business_date, store_id, load_date, queued_at, released_at)
         SELECT business_date, store_id, ?, ?, NULL FROM _groups
         ON CONFLICT (business_date, store_id, load_date)
         DO UPDATE SET released_at = NULL, queued_at = excluded.queued_at""",
@@ -233,7 +238,8 @@ def advance_watermarks(con: duckdb.DuckDBPyConnection, plan: DatePlan, day: str)
         candidates = [v for v in (declared[0] if declared else None, highest.get(source)) if v is not None]
         if candidates:
             con.execute(
-                """INSERT INTO watermarks VALUES (?, ?, ?) ON CONFLICT (source) DO UPDATE
+                """INSERT INTO watermarks (source, watermark, load_date)
+                VALUES (?, ?, ?) ON CONFLICT (source) DO UPDATE
                 SET watermark = greatest(watermarks.watermark, excluded.watermark),
                     load_date = excluded.load_date""",
                 [source, max(candidates), day],
@@ -246,7 +252,10 @@ def write_reconciliation(
     for d in plan.batches:
         c = counts[d.batch_id]
         con.execute(
-            "INSERT OR REPLACE INTO reconciliation VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT OR REPLACE INTO reconciliation ("
+            "batch_id, source, load_date, source_events, accepted, rejected, skipped_duplicate, "
+            "skipped_stale, status"
+            ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 d.batch_id,
                 d.source,

@@ -107,7 +107,7 @@ def migrate(con: duckdb.DuckDBPyConnection) -> None:
         con.begin()
         for statement in statements:
             con.execute(statement)
-        con.execute("INSERT INTO schema_migrations VALUES (?, now())", [version])
+        con.execute("INSERT INTO schema_migrations (version, applied_at) VALUES (?, now())", [version])
         con.commit()
 
 

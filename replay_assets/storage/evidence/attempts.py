@@ -27,7 +27,9 @@ def record_step_attempt(
 ) -> None:
     """``detail`` is an error code or class name, never a row value."""
     con.execute(
-        "INSERT INTO step_attempts VALUES (?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO step_attempts ("
+        "run_id, step, partition_key, attempt, outcome, detail, recorded_at"
+        ") VALUES (?, ?, ?, ?, ?, ?, ?)",
         [run_id, step, partition_key, attempt, outcome, detail, now],
     )
 

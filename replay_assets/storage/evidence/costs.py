@@ -32,19 +32,23 @@ def measure() -> Iterator[Cost]:
 
 def record_cost(
     con: duckdb.DuckDBPyConnection,
+    *,
     run_id: str | None,
     step: str,
     partition_key: str,
     cost: Cost,
-    batch_id: str | None,
-    events: int,
-    bytes_read: int,
-    rows_written: int,
     now: dt.datetime,
+    batch_id: str | None = None,
+    events: int = 0,
+    bytes_read: int = 0,
+    rows_written: int = 0,
     candidate_bytes: int = 0,
 ) -> None:
     con.execute(
-        "INSERT INTO costs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO costs ("
+        "run_id, step, partition_key, batch_id, events, bytes_read, cpu_seconds, wall_seconds, "
+        "rows_written, candidate_bytes, recorded_at"
+        ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
             run_id,
             step,

@@ -34,7 +34,9 @@ def set_status(
     """Upsert the status of partitions; the last good version is kept unless a new one is given."""
     for key in keys:
         con.execute(
-            """INSERT INTO partition_status VALUES (?, ?, ?, ?, ?, ?, ?)
+            """INSERT INTO partition_status (asset, partition_key, status, reason, last_good_version,
+                last_good_sha256, updated_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?)
                ON CONFLICT (asset, partition_key) DO UPDATE SET status = excluded.status,
                  reason = excluded.reason, updated_at = excluded.updated_at,
                  last_good_version = coalesce(excluded.last_good_version,

@@ -88,7 +88,10 @@ def create_or_get(con: duckdb.DuckDBPyConnection, op: Operation, actor: str, now
             )
         return entry
     con.execute(
-        "INSERT INTO operations VALUES (?, ?, ?, ?, ?, ?, 1, NULL, NULL, ?, ?)",
+        "INSERT INTO operations ("
+        "operation_id, kind, asset, partition_key, intent_digest, state, version, result, "
+        "target_sha256, created_at, updated_at"
+        ") VALUES (?, ?, ?, ?, ?, ?, 1, NULL, NULL, ?, ?)",
         [op.operation_id, op.kind, op.asset, op.partition_key, op.intent_digest, S.PREPARING.value, now, now],
     )
     _audit(con, op.operation_id, 1, None, S.PREPARING, actor, "intent recorded", now)
@@ -148,7 +151,9 @@ def _audit(
     now: dt.datetime,
 ) -> None:
     con.execute(
-        "INSERT INTO operation_audit VALUES (?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO operation_audit ("
+        "operation_id, version, from_state, to_state, actor, note, changed_at"
+        ") VALUES (?, ?, ?, ?, ?, ?, ?)",
         [operation_id, version, before.value if before else None, after.value, actor, note, now],
     )
 
@@ -178,7 +183,8 @@ def fence_committed(con: duckdb.DuckDBPyConnection, operation_id: str) -> bool:
 
 def write_fence(con: duckdb.DuckDBPyConnection, op: Operation, now: dt.datetime) -> None:
     con.execute(
-        "INSERT INTO commit_markers VALUES (?, ?, ?, ?, ?)",
+        "INSERT INTO commit_markers (operation_id, kind, partition_key, input_identity, committed_at) "
+        "VALUES (?, ?, ?, ?, ?)",
         [op.operation_id, op.kind, op.partition_key, op.input_identity, now],
     )
 

@@ -241,7 +241,10 @@ def _insert_manifest(
     now: dt.datetime,
 ) -> None:
     con.execute(
-        "INSERT INTO manifests VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO manifests ("
+        "batch_id, source, load_date, manifest_sha256, ready_at, seq_low, seq_high, source_events, "
+        "bytes_read, landed_at"
+        ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
             manifest.batch_id,
             manifest.source,

@@ -168,7 +168,10 @@ def record_publication(
     version = 1 if last is None else last[0] + 1
     reason = repair_reason or ("first publication" if last is None else f"restated as of load date {as_of}")
     con.execute(
-        "INSERT INTO publications VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO publications ("
+        "asset, partition_key, version, as_of_load_date, content_sha256, checks, certified_at, "
+        "run_id, reason"
+        ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [asset, key, version, as_of, digest, checks_json(outcomes), now, run_id, reason],
     )
     set_status(
@@ -196,7 +199,7 @@ def certify_state(
     record_publication(con, "current_orders", day, day, digest, outcomes, run_id, now, repair_reason)
     current = pointer(con)
     if current is None or current < day:
-        con.execute("INSERT OR REPLACE INTO pointers VALUES ('published_load_date', ?)", [day])
+        con.execute("INSERT OR REPLACE INTO pointers (name, value) VALUES ('published_load_date', ?)", [day])
 
 
 def record_failed_candidate(
@@ -221,7 +224,10 @@ def record_failed_candidate(
     tmp.unlink()
     reason = failures(outcomes)
     con.execute(
-        "INSERT INTO candidates VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO candidates ("
+        "asset, partition_key, as_of_load_date, content_sha256, checks, reason, created_at, run_id, "
+        "rows_path, rows_bytes"
+        ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [
             asset,
             key,
@@ -244,7 +250,10 @@ def write_snapshot(
 ) -> None:
     """The certified snapshot record of a load date: controls, row count, content hash."""
     con.execute(
-        "INSERT OR REPLACE INTO snapshots VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT OR REPLACE INTO snapshots ("
+        "load_date, active_lines, distinct_orders, units, amount_minor, cost_minor, "
+        "gross_profit_minor, row_count, content_sha256"
+        ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [day, *controls.as_tuple(), rows, digest],
     )
 
