@@ -522,9 +522,13 @@ def test_export_never_writes_into_the_home(applied: Pipeline, sandbox: Path) -> 
     assert_consistent(applied)
 
 
-def test_a_damaged_warehouse_is_named_not_busy(sandbox: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    (sandbox / "home" / "warehouse.duckdb").write_bytes(b"not a database" * 100)
-    assert main(["export", "current_orders", "--home", str(sandbox / "home")]) == 1
+@pytest.mark.parametrize("home", ["home", "locked-home"])  # "lock" in a path is not a lock
+def test_a_damaged_warehouse_is_named_not_busy(
+    sandbox: Path, home: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (sandbox / home).mkdir(exist_ok=True)
+    (sandbox / home / "warehouse.duckdb").write_bytes(b"not a database" * 100)
+    assert main(["export", "current_orders", "--home", str(sandbox / home)]) == 1
     assert "REPLAY_WAREHOUSE_UNREADABLE" in capsys.readouterr().err
 
 
@@ -580,3 +584,28 @@ def test_a_delivery_dated_outside_the_load_date_window_is_named_by_status(
     out = capsys.readouterr().out
     assert "2027-06-01 OUT_OF_RANGE: load date of batch B-FUTURE outside" in out
     assert rows(p, "SELECT order_id FROM current_orders") == [("o1",)]
+
+
+def test_a_warehouse_held_by_another_process_is_busy_not_damaged(
+    applied: Pipeline, sandbox: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A process outside our lock (a consumer's DuckDB shell, say) holding the file read-write."""
+    path = sandbox / "home" / "warehouse.duckdb"
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"import duckdb, sys\ncon = duckdb.connect({str(path)!r})\n"
+            "print('held', flush=True)\nsys.stdin.read()",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        assert main(["export", "current_orders", "--home", str(sandbox / "home")]) == 1
+        assert "REPLAY_WAREHOUSE_BUSY" in capsys.readouterr().err
+    finally:
+        holder.communicate("", timeout=60)
+    assert main(["export", "current_orders", "--home", str(sandbox / "home")]) == 0

@@ -82,7 +82,7 @@ class Warehouse:
         try:
             return duckdb.connect(str(self.path), config={"memory_limit": MEMORY_LIMIT})
         except duckdb.IOException as exc:
-            if "lock" in str(exc).lower():
+            if "could not set lock" in str(exc).lower():  # DuckDB's words for another process
                 raise ReplayError(
                     ErrorCode.WAREHOUSE_BUSY, f"{self.path.name} is open in another process"
                 ) from exc
