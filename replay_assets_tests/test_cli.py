@@ -9,10 +9,10 @@ import polars as pl
 import pytest
 from dagster._daemon.types import DaemonHeartbeat  # Dagster's own type for a daemon heartbeat
 
-from replay_assets.cli import main
-from replay_assets.runner import instance_for
-from replay_assets.scenarios import seed001
-from replay_assets.session import Session
+from replay_assets.demo.scenarios import seed001
+from replay_assets.entrypoints.cli import main
+from replay_assets.entrypoints.runner import instance_for
+from replay_assets.entrypoints.session import Session
 from replay_assets_tests.helpers import settings_for
 
 

@@ -23,11 +23,11 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from replay_assets.cli import main
 from replay_assets.core import names, strict_json
 from replay_assets.core.errors import RejectReason, ReplayError
 from replay_assets.core.events import ValidationContext, parse_event
 from replay_assets.core.plan import DateStatus
+from replay_assets.entrypoints.cli import main
 from replay_assets.storage.evidence.operations import Operations
 from replay_assets.storage.landing import files as safe_files
 from replay_assets.storage.landing.area import write_delivery
@@ -399,7 +399,7 @@ def test_a_fifo_in_place_of_the_data_file_never_hangs_run(sandbox: Path) -> None
     home = sandbox / "home"
     env = {**os.environ, "REPLAY_ASSETS_NOW": NOW, "DAGSTER_HOME": str(home / "dagster")}
     done = subprocess.run(
-        [sys.executable, "-m", "replay_assets.cli", "run", "--home", str(home)],
+        [sys.executable, "-m", "replay_assets.entrypoints.cli", "run", "--home", str(home)],
         env=env,
         capture_output=True,
         text=True,

@@ -8,7 +8,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "replay_assets"
 FORBIDDEN = {
     "core": {"dagster", "duckdb", "replay_assets.storage", "replay_assets.defs", "os", "time", "subprocess"},
-    "storage": {"dagster", "replay_assets.defs", "replay_assets.cli"},
+    "storage": {"dagster", "replay_assets.defs", "replay_assets.entrypoints", "replay_assets.demo"},
 }
 
 

@@ -7,8 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from replay_assets.demo_ops import legacy_history, session_at
-from replay_assets.scenarios import seed003
+from replay_assets.demo.scenarios import seed003
+from replay_assets.demo.seed003 import legacy_history, session_at
 
 PROJECT = Path(__file__).resolve().parents[1]
 RUNBOOK = PROJECT / "docs" / "runbook.md"

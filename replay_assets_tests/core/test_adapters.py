@@ -27,7 +27,7 @@ from replay_assets.core.events import (
     parse_event,
     sha256_text,
 )
-from replay_assets.scenarios import fixture
+from replay_assets.demo.scenarios import fixture
 
 WIDE = ValidationContext(dt.date(1970, 1, 1), dt.date(2100, 1, 1))
 

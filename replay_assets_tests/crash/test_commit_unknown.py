@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from replay_assets.cli import main
 from replay_assets.core.errors import ReplayError
-from replay_assets.scenarios import seed001
+from replay_assets.demo.scenarios import seed001
+from replay_assets.entrypoints.cli import main
 from replay_assets_tests.crash.test_kill_matrix import outcome, seed001_batch, session
 from replay_assets_tests.crash.test_random_kills import stderr_of, stopped_run
 from replay_assets_tests.helpers import warehouse_fingerprint

@@ -11,8 +11,8 @@ from typing import Any
 import dagster as dg
 import pytest
 
-from replay_assets.scenarios import seed000, seed001, seed002
-from replay_assets.session import Session
+from replay_assets.demo.scenarios import seed000, seed001, seed002
+from replay_assets.entrypoints.session import Session
 from replay_assets.storage.journal import recovery
 from replay_assets_tests.helpers import settings_for
 

@@ -5,7 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from replay_assets.scenarios import seed001
+from replay_assets.demo.scenarios import seed001
 from replay_assets.storage.pipeline import Pipeline
 from replay_assets_tests.helpers import drive, settings_for
 

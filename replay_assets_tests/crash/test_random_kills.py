@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 import dagster as dg
 import pytest
 
-from replay_assets.scenarios import seed001
+from replay_assets.demo.scenarios import seed001
 from replay_assets.storage.journal import executor as journal
 from replay_assets_tests.crash.test_kill_matrix import outcome, session
 
@@ -97,7 +97,7 @@ def stopped_run(home: Path, fail_point: str) -> subprocess.Popen[bytes]:
     }
     with open(home / "run.stderr", "wb") as stderr:
         child = subprocess.Popen(
-            [sys.executable, "-m", "replay_assets.cli", "run", "--home", str(home)],
+            [sys.executable, "-m", "replay_assets.entrypoints.cli", "run", "--home", str(home)],
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=stderr,

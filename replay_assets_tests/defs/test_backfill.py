@@ -8,12 +8,12 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from replay_assets import backfill
-from replay_assets.cli import main
 from replay_assets.core.errors import ReplayError
-from replay_assets.runner import instance_for
-from replay_assets.scenarios import seed002
-from replay_assets.session import Session
+from replay_assets.demo.scenarios import seed002
+from replay_assets.entrypoints import backfill
+from replay_assets.entrypoints.cli import main
+from replay_assets.entrypoints.runner import instance_for
+from replay_assets.entrypoints.session import Session
 from replay_assets_tests.helpers import settings_for
 
 

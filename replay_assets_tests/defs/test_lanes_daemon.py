@@ -19,11 +19,11 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from replay_assets.cli import main
 from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.events import canonical_json
-from replay_assets.runner import PROJECT_INSTANCE_CONFIG
-from replay_assets.session import Session
+from replay_assets.entrypoints.cli import main
+from replay_assets.entrypoints.runner import PROJECT_INSTANCE_CONFIG
+from replay_assets.entrypoints.session import Session
 from replay_assets.storage.landing.area import write_delivery
 from replay_assets_tests.helpers import settings_for
 

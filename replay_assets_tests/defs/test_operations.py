@@ -10,11 +10,11 @@ import dagster as dg
 from replay_assets.core.lanes import lane_for
 from replay_assets.core.manifest import parse_instant
 from replay_assets.definitions import build_definitions
-from replay_assets.demo_ops import session_at, step_trace
-from replay_assets.lanes import LaneRunCoordinator
-from replay_assets.runner import PROJECT_INSTANCE_CONFIG
-from replay_assets.scenarios import seed001, seed003
-from replay_assets.session import Session
+from replay_assets.defs.lanes import LaneRunCoordinator
+from replay_assets.demo.scenarios import seed001, seed003
+from replay_assets.demo.seed003 import session_at, step_trace
+from replay_assets.entrypoints.runner import PROJECT_INSTANCE_CONFIG
+from replay_assets.entrypoints.session import Session
 from replay_assets.storage.db.warehouse import Warehouse
 from replay_assets.storage.pipeline import Pipeline
 from replay_assets.storage.publish import certify

@@ -5,8 +5,8 @@ from typing import Any
 
 import pytest
 
-from replay_assets.demo import seed000_demo
-from replay_assets.scenarios import fixture
+from replay_assets.demo.scenarios import fixture
+from replay_assets.demo.seeds import seed000_demo
 
 
 @pytest.fixture(scope="module")

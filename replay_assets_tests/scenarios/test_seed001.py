@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from replay_assets.demo import seed001_demo
+from replay_assets.demo.seeds import seed001_demo
 
 
 @pytest.fixture(scope="module")

@@ -5,8 +5,8 @@ from typing import Any
 
 import pytest
 
-from replay_assets.demo import seed002_demo
-from replay_assets.scenarios import fixture
+from replay_assets.demo.scenarios import fixture
+from replay_assets.demo.seeds import seed002_demo
 
 
 @pytest.fixture(scope="module")

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from replay_assets.demo_ops import seed003_demo
-from replay_assets.scenarios import fixture
+from replay_assets.demo.scenarios import fixture
+from replay_assets.demo.seed003 import seed003_demo
 
 CURRENT_CONTROLS = (9, 7, 11, 740, 450, 290)
 

@@ -9,7 +9,7 @@ import pytest
 
 from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.journal import intent_digest
-from replay_assets.scenarios import seed001
+from replay_assets.demo.scenarios import seed001
 from replay_assets.storage.journal import executor as journal
 from replay_assets.storage.journal.identities import apply_operation
 from replay_assets.storage.pipeline import Pipeline

@@ -3,7 +3,7 @@
 import datetime as dt
 from pathlib import Path
 
-from replay_assets.scenarios import seed001
+from replay_assets.demo.scenarios import seed001
 from replay_assets.storage.pipeline import Pipeline
 from replay_assets_tests.helpers import settings_for
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from replay_assets.scenarios import seed001
-from replay_assets.session import Session
+from replay_assets.demo.scenarios import seed001
+from replay_assets.entrypoints.session import Session
 from replay_assets.storage.pipeline import Pipeline
 from replay_assets_tests.helpers import drive, settings_for
 

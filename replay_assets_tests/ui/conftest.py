@@ -8,7 +8,7 @@ import dagster as dg
 import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
-from replay_assets.scenarios import seed001
+from replay_assets.demo.scenarios import seed001
 from replay_assets_tests.ui.dagster_dev import ROOT, DagsterDev
 
 CHROMIUM = Path("/usr/bin/chromium")

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from replay_assets.runner import PROJECT_INSTANCE_CONFIG
+from replay_assets.entrypoints.runner import PROJECT_INSTANCE_CONFIG
 
 ROOT = Path(__file__).resolve().parents[2]
 POLL_SECONDS = 0.5

@@ -17,7 +17,7 @@ import pytest
 import yaml
 from playwright.sync_api import Page, expect
 
-from replay_assets.scenarios import seed001
+from replay_assets.demo.scenarios import seed001
 from replay_assets_tests.ui.conftest import CHROMIUM
 from replay_assets_tests.ui.dagster_dev import DagsterDev, wait_for
 

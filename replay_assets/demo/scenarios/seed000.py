@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from replay_assets.core.adapters import adapt_seed000
-from replay_assets.scenarios import fixture
+from replay_assets.demo.scenarios import fixture
 from replay_assets.storage.landing.area import write_delivery
 
 SOURCE = "orders"

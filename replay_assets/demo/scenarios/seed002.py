@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from replay_assets.scenarios import fixture
+from replay_assets.demo.scenarios import fixture
 from replay_assets.storage.landing.area import write_delivery
 
 SOURCE = "pos"

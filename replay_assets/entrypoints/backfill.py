@@ -20,8 +20,8 @@ from pathlib import Path
 import dagster as dg
 
 from replay_assets.core.errors import ErrorCode, ReplayError
-from replay_assets.runner import HEARTBEAT_FRESH_SECONDS
-from replay_assets.session import Session
+from replay_assets.entrypoints.runner import HEARTBEAT_FRESH_SECONDS
+from replay_assets.entrypoints.session import Session
 
 JOB_OF_ASSET = {
     "raw_receipts": "apply_load_date_job",

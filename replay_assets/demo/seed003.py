@@ -13,10 +13,10 @@ import dagster as dg
 
 from replay_assets.core.config import config_path, settings_from
 from replay_assets.core.lanes import CURRENT, LANE_TAG
-from replay_assets.demo import Print, controls, snapshot, table
-from replay_assets.runner import QUIET
-from replay_assets.scenarios import seed003
-from replay_assets.session import Session
+from replay_assets.demo.scenarios import seed003
+from replay_assets.demo.seeds import Print, controls, snapshot, table
+from replay_assets.entrypoints.runner import QUIET
+from replay_assets.entrypoints.session import Session
 from replay_assets.storage.evidence.operations import Operations
 
 STEP_EVENTS = {"STEP_START", "STEP_UP_FOR_RETRY", "STEP_RESTARTED", "STEP_FAILURE", "STEP_SUCCESS"}

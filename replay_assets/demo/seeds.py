@@ -9,8 +9,8 @@ from typing import Any
 
 from replay_assets.core.config import Settings
 from replay_assets.core.manifest import parse_instant
-from replay_assets.scenarios import fixture, seed000, seed001, seed002
-from replay_assets.session import Session
+from replay_assets.demo.scenarios import fixture, seed000, seed001, seed002
+from replay_assets.entrypoints.session import Session
 
 Print = Callable[[str], None]
 ORDERS_SQL = """SELECT order_id, version AS source_version, status, store_id,

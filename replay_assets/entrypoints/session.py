@@ -13,7 +13,14 @@ import dagster as dg
 from replay_assets.core.config import Settings
 from replay_assets.core.events import canonical_json, sha256_text
 from replay_assets.definitions import build_definitions
-from replay_assets.runner import QUIET, RunSummary, exclusive_run, instance_for, refuse_if_daemon, run_pending
+from replay_assets.entrypoints.runner import (
+    QUIET,
+    RunSummary,
+    exclusive_run,
+    instance_for,
+    refuse_if_daemon,
+    run_pending,
+)
 from replay_assets.storage.db.warehouse import query_frame
 from replay_assets.storage.pipeline import Pipeline
 
@@ -74,7 +81,14 @@ class Session:
             env["REPLAY_ASSETS_NOW"] = self.settings.fixed_now.isoformat()
         if fail_point:
             env["REPLAY_ASSETS_FAIL_POINT"] = fail_point
-        cmd = [sys.executable, "-m", "replay_assets.cli", "run", "--home", str(self.settings.home)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "replay_assets.entrypoints.cli",
+            "run",
+            "--home",
+            str(self.settings.home),
+        ]
         return subprocess.run(cmd, env=env, capture_output=True, check=False).returncode
 
     def query(self, sql: str, params: list[object] | None = None) -> list[dict[str, object]]:

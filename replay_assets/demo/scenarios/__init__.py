@@ -10,5 +10,5 @@ FIXTURES = resources.files(__name__) / "fixtures"
 
 
 def fixture(name: str) -> Any:
-    """A seed fixture shipped with the package (``replay_assets/scenarios/fixtures``)."""
+    """A seed fixture shipped with the package (``replay_assets/demo/scenarios/fixtures``)."""
     return json.loads((FIXTURES / name).read_text(encoding="utf-8"))

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from replay_assets.core.events import canonical_json
-from replay_assets.scenarios import fixture
+from replay_assets.demo.scenarios import fixture
 from replay_assets.storage.landing.area import write_delivery
 
 SOURCE = "atlasmart"

@@ -24,8 +24,8 @@ from replay_assets.core.names import BadName, NameKind, check_name
 from replay_assets.core.plan import DateStatus
 from replay_assets.core.slo import Slo
 from replay_assets.definitions import settings_from_environment
-from replay_assets.progress import progress
-from replay_assets.session import Session
+from replay_assets.entrypoints.progress import progress
+from replay_assets.entrypoints.session import Session
 from replay_assets.storage.evidence.operations import Operations
 from replay_assets.storage.landing.area import create_delivery
 from replay_assets.storage.publish import exports
@@ -39,7 +39,8 @@ def _session(args: argparse.Namespace) -> Session:
 
 def _demo_scenario(job: tuple[str, str]) -> list[str]:
     """One seed scenario in its own home; returns what it printed (runs in a worker process)."""
-    from replay_assets import demo, demo_ops
+    from replay_assets.demo import seed003 as demo_ops
+    from replay_assets.demo import seeds as demo
 
     _quiet_dagster_warnings()
     name, root = job
@@ -117,7 +118,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_backfill(args: argparse.Namespace) -> int:
-    from replay_assets import backfill
+    from replay_assets.entrypoints import backfill
 
     if args.from_ > args.to:
         raise ReplayError(ErrorCode.USAGE, f"--from {args.from_} is after --to {args.to}")
