@@ -62,6 +62,38 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_ui(args: argparse.Namespace) -> int:
+    """The Dagster UI on this home in one command: an empty home first gets the sample scenario
+    (seed 003's incident: filled partitions, passed gate checks, a failed re-verification, the
+    daily-totals chart), then ``dagster dev`` replaces this process with the home's instance."""
+    from replay_assets.demo.seed003 import seed003_demo
+
+    settings = settings_from_environment(args.home)
+    session = Session(settings, settings.dagster_home)  # the home's own instance, whatever DAGSTER_HOME says
+    home, dagster_home = settings.home.resolve(), settings.dagster_home.resolve()
+    landing = settings.landing
+    if not any(landing.glob("*/*/*.manifest.json")):
+        print(f"{home} is empty: landing the sample scenario (seed 003) first")
+        _quiet_dagster_warnings()
+        seed003_demo(settings.home, lambda line: None)
+    _ = session.instance  # $DAGSTER_HOME with the project's dagster.yaml and workspace.yaml
+    session.close()
+    dagster = str(Path(sys.executable).with_name("dagster"))
+    workspace = str(dagster_home / "workspace.yaml")
+    cmd = [dagster, "dev", "-w", workspace, "-h", args.host, "-p", str(args.port)]
+    env = {
+        **os.environ,
+        "REPLAY_ASSETS_HOME": str(home.resolve()),
+        "DAGSTER_HOME": str(dagster_home.resolve()),
+    }
+    print(f"Dagster UI on http://{args.host}:{args.port} (DAGSTER_HOME={env['DAGSTER_HOME']})", flush=True)
+    if args.dry_run:
+        print(" ".join(cmd))
+        return 0
+    os.execve(dagster, cmd, env)  # Ctrl-C stops dagster dev itself, as when it is run by hand
+    return 0  # not reached
+
+
 def cmd_land(args: argparse.Namespace) -> int:
     """Write one delivery. Every name is validated before anything is read or written; a batch
     id already used anywhere in the landing area is refused (REPLAY_BATCH_ID_REUSED), except
@@ -302,6 +334,11 @@ def parser() -> argparse.ArgumentParser:
         return p
 
     add("demo", "run every seed scenario through the Dagster definitions").set_defaults(fn=cmd_demo)
+    p = add("ui", "open the Dagster UI on this home (an empty home gets the sample scenario first)")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=3000)
+    p.add_argument("--dry-run", action="store_true", help="prepare the home and print the command only")
+    p.set_defaults(fn=cmd_ui)
     p = add("land", "write a delivery and its manifest into the landing area")
     p.add_argument("file")
     p.add_argument("--source", required=True, type=_name(NameKind.SOURCE))
