@@ -90,8 +90,7 @@ def cmd_ui(args: argparse.Namespace) -> int:
     if args.dry_run:
         print(" ".join(cmd))
         return 0
-    os.execve(dagster, cmd, env)  # Ctrl-C stops dagster dev itself, as when it is run by hand
-    return 0  # not reached
+    os.execve(dagster, cmd, env)  # never returns; Ctrl-C stops dagster dev itself, as by hand
 
 
 def cmd_land(args: argparse.Namespace) -> int:

@@ -37,7 +37,7 @@ from replay_assets.storage.landing.files import (
     NotRegularFile,
     open_regular,
     read_bounded,
-    regular_size,
+    regular_stat,
     text_lines,
 )
 
@@ -117,13 +117,11 @@ def file_facts(folder: Path, manifest: Manifest) -> dict[str, FileFacts]:
     facts = {}
     for f in manifest.files:
         try:
-            size = regular_size(folder / f.path)
-            modified = (folder / f.path).lstat().st_mtime_ns if size is not None else 0
-            facts[f.path] = FileFacts(size is not None, size or 0, modified)
+            found = regular_stat(folder / f.path)
         except NotRegularFile as odd:
             facts[f.path] = FileFacts(True, 0, 0, irregular=str(odd))
-        except FileNotFoundError:
-            facts[f.path] = FileFacts(False, 0)
+            continue
+        facts[f.path] = FileFacts(True, found.st_size, found.st_mtime_ns) if found else FileFacts(False, 0)
     return facts
 
 

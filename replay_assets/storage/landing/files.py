@@ -65,16 +65,16 @@ def open_regular(folder: Path, name: str) -> BinaryIO:
     return os.fdopen(fd, "rb")
 
 
-def regular_size(path: Path) -> int | None:
-    """Size of ``path`` when it is a regular file (not followed if a symlink); None when absent.
-    Raises :class:`NotRegularFile` for anything else. Sensor-grade: one ``lstat``."""
+def regular_stat(path: Path) -> os.stat_result | None:
+    """``lstat`` of ``path`` when it is a regular file (a symlink is not followed); None when
+    absent. Raises :class:`NotRegularFile` for anything else. Sensor-grade: one system call."""
     try:
         facts = path.lstat()
     except FileNotFoundError:
         return None
     if not stat.S_ISREG(facts.st_mode):
         raise NotRegularFile(f"{path.name} is {_kind(facts.st_mode)}, not a regular file")
-    return facts.st_size
+    return facts
 
 
 def _kind(mode: int) -> str:
