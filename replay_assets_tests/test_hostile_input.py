@@ -30,7 +30,7 @@ from replay_assets.core.plan import DateStatus
 from replay_assets.entrypoints.cli import main
 from replay_assets.storage.evidence.operations import Operations
 from replay_assets.storage.landing import files as safe_files
-from replay_assets.storage.landing.area import write_delivery
+from replay_assets.storage.landing.deliveries import write_delivery
 from replay_assets.storage.pipeline import Pipeline
 from replay_assets_tests.helpers import drive, settings_for
 from replay_assets_tests.storage.test_bad_input import event

@@ -27,7 +27,7 @@ from replay_assets.definitions import settings_from_environment
 from replay_assets.entrypoints.progress import progress
 from replay_assets.entrypoints.session import Session
 from replay_assets.storage.evidence.operations import Operations
-from replay_assets.storage.landing.area import create_delivery
+from replay_assets.storage.landing.deliveries import create_delivery
 from replay_assets.storage.publish import exports
 
 

@@ -13,7 +13,7 @@ from replay_assets.definitions import build_definitions
 from replay_assets.defs.assets import build_assets
 from replay_assets.defs.resources import ReplayResource
 from replay_assets.demo.scenarios import seed001
-from replay_assets.storage.landing.area import write_delivery
+from replay_assets.storage.landing.deliveries import write_delivery
 from replay_assets.storage.pipeline import Pipeline
 from replay_assets_tests.helpers import settings_for
 

@@ -24,7 +24,7 @@ from replay_assets.core.events import canonical_json
 from replay_assets.entrypoints.cli import main
 from replay_assets.entrypoints.runner import PROJECT_INSTANCE_CONFIG
 from replay_assets.entrypoints.session import Session
-from replay_assets.storage.landing.area import write_delivery
+from replay_assets.storage.landing.deliveries import write_delivery
 from replay_assets_tests.helpers import settings_for
 
 PROJECT = Path(__file__).resolve().parents[2]

@@ -9,7 +9,7 @@ import pytest
 from replay_assets.definitions import build_definitions, settings_from_environment
 from replay_assets.demo.scenarios import seed001
 from replay_assets.entrypoints.runner import instance_for
-from replay_assets.storage.landing.area import write_delivery
+from replay_assets.storage.landing.deliveries import write_delivery
 from replay_assets.storage.pipeline import Pipeline
 
 

@@ -17,7 +17,7 @@ import pytest
 
 from replay_assets.core.errors import ErrorCode, RejectReason, ReplayError, Violation
 from replay_assets.core.plan import DateStatus
-from replay_assets.storage.landing.area import write_delivery
+from replay_assets.storage.landing.deliveries import write_delivery
 from replay_assets.storage.pipeline import Pipeline
 from replay_assets_tests.helpers import drive, settings_for
 

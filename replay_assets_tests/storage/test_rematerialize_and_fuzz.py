@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.demo.scenarios import seed001
-from replay_assets.storage.landing.area import write_delivery
+from replay_assets.storage.landing.deliveries import write_delivery
 from replay_assets.storage.pipeline import Pipeline
 from replay_assets_tests.helpers import drive, settings_for
 

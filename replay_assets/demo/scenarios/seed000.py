@@ -6,7 +6,7 @@ from pathlib import Path
 
 from replay_assets.core.adapters import adapt_seed000
 from replay_assets.demo.scenarios import fixture
-from replay_assets.storage.landing.area import write_delivery
+from replay_assets.storage.landing.deliveries import write_delivery
 
 SOURCE = "orders"
 LOAD_DATES = {"initial": "2026-01-02", "corrections": "2026-01-03", "late": "2026-01-04"}

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from replay_assets.demo.scenarios import fixture
-from replay_assets.storage.landing.area import write_delivery
+from replay_assets.storage.landing.deliveries import write_delivery
 
 SOURCE = "pos"
 FIRST_DAY, LATE_DAY = "2026-10-02", "2026-10-03"

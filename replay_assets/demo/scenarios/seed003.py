@@ -14,7 +14,7 @@ from typing import Any
 
 from replay_assets.core.events import canonical_json
 from replay_assets.demo.scenarios import fixture
-from replay_assets.storage.landing.area import write_delivery
+from replay_assets.storage.landing.deliveries import write_delivery
 
 SOURCE = "atlasmart"
 BASELINE_DATE, CURRENT_DATE = "2026-09-20", "2026-09-21"

@@ -1,7 +1,7 @@
 """The landing area on disk: ``$HOME/landing/<source>/<load_date>/<batch_id>.manifest.json``.
 
-Reading is cheap (sensor-grade: stat only) or verified (sha256 and event counts). Writing a
-delivery is crash-safe: data first, manifest last, each via temp file, fsync and rename.
+Reading is cheap (sensor-grade: stat only) or verified (sha256 and event counts). Writing
+deliveries is ``deliveries.py``.
 """
 
 from __future__ import annotations
@@ -10,14 +10,13 @@ import datetime as dt
 import hashlib
 import io
 import os
-from collections.abc import Generator, Sequence
+from collections.abc import Generator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
 import polars as pl
 
-from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.events import canonical_json, sha256_text
 from replay_assets.core.manifest import (
     MANIFEST_SUFFIX,
@@ -30,7 +29,7 @@ from replay_assets.core.manifest import (
     parse_manifest,
     verify_file,
 )
-from replay_assets.core.names import NameKind, check_name, is_name
+from replay_assets.core.names import NameKind, is_name
 from replay_assets.core.plan import Delivery
 from replay_assets.storage.landing.files import (
     LineProblem,
@@ -60,7 +59,7 @@ def scan(landing: Path, limits: Limits) -> list[Seen]:
     whose names are valid for their kind: a symlink, FIFO or odd name is reported, never
     followed or opened."""
     found = []
-    for path, problem in _manifest_paths(landing):
+    for path, problem in manifest_paths(landing):
         if problem is not None:
             found.append(Seen(path, None, problem))
             continue
@@ -80,7 +79,7 @@ def scan(landing: Path, limits: Limits) -> list[Seen]:
     return found
 
 
-def _manifest_paths(landing: Path) -> list[tuple[Path, str | None]]:
+def manifest_paths(landing: Path) -> list[tuple[Path, str | None]]:
     """Paths of ``<source>/<load_date>/*.manifest.json`` without following symlinked folders;
     a symlinked folder comes with its reason instead."""
     linked = "a symlinked folder in the landing area (not followed)"
@@ -268,159 +267,3 @@ def _drop_nulls(value: object) -> object:
     if isinstance(value, dict):
         return {k: _drop_nulls(v) for k, v in value.items() if v is not None}
     return value
-
-
-def write_delivery(
-    landing: Path,
-    source: str,
-    load_date: str,
-    batch_id: str,
-    lines: Sequence[str],
-    ready_at: str,
-    seq_range: tuple[int, int] | None = None,
-    supersedes: Sequence[str] = (),
-    parquet: bytes | None = None,
-) -> Path:
-    """Write one delivery (data file, then manifest) atomically, replacing what was there (a
-    source re-delivering; tests and seed scenarios); returns the manifest path. ``parquet``
-    (file content) replaces ``lines`` for a Parquet delivery."""
-    content = _delivery(source, load_date, batch_id, lines, ready_at, seq_range, supersedes, parquet)
-    folder = landing / source / load_date
-    folder.mkdir(parents=True, exist_ok=True)
-    for name, data in content:
-        atomic_write(folder / name, data)
-    return folder / content[-1][0]
-
-
-def create_delivery(
-    landing: Path,
-    source: str,
-    load_date: str,
-    batch_id: str,
-    lines: Sequence[str],
-    ready_at: str,
-    parquet: bytes | None = None,
-) -> tuple[Path, bool]:
-    """``replay-assets land``: names validated before anything is touched; never replaces a
-    file. A batch id is unique across sources and load dates: one already used elsewhere, or
-    here with other content, fails closed with REPLAY_BATCH_ID_REUSED. The identical delivery
-    again is a no-op. Returns the manifest path and whether anything was written."""
-    for kind, value in (
-        (NameKind.SOURCE, source),
-        (NameKind.BATCH_ID, batch_id),
-        (NameKind.LOAD_DATE, load_date),
-    ):
-        check_name(kind, value)
-    content = _delivery(source, load_date, batch_id, lines, ready_at, None, (), parquet)
-    folder = landing / source / load_date
-    manifest = folder / content[-1][0]
-    elsewhere = [p for p, _ in _manifest_paths(landing) if p.name == manifest.name and p != manifest]
-    if elsewhere:
-        where = elsewhere[0].relative_to(landing).parent
-        raise ReplayError(ErrorCode.BATCH_ID_REUSED, f"batch {batch_id} is already used by {where}")
-    if all(_same_file(folder, name, data) for name, data in content):
-        return manifest, False
-    folder.mkdir(parents=True, exist_ok=True)
-    for name, data in content:
-        if not atomic_create(folder / name, data):
-            raise ReplayError(
-                ErrorCode.BATCH_ID_REUSED,
-                f"batch {batch_id} is already in {source}/{load_date} with other content",
-            )
-    return manifest, True
-
-
-def _same_file(folder: Path, name: str, data: bytes) -> bool:
-    try:
-        return read_bounded(folder, name, len(data)) == data
-    except (OSError, ValueError):
-        return False
-
-
-def _delivery(
-    source: str,
-    load_date: str,
-    batch_id: str,
-    lines: Sequence[str],
-    ready_at: str,
-    seq_range: tuple[int, int] | None,
-    supersedes: Sequence[str],
-    parquet: bytes | None,
-) -> list[tuple[str, bytes]]:
-    """The files of one delivery, as (name, content), the manifest last."""
-    if parquet is not None:
-        data, data_name, events = parquet, f"{batch_id}.parquet", len(parquet_lines(parquet))
-    else:
-        data = "".join(f"{line}\n" for line in lines).encode("utf-8")
-        data_name, events = f"{batch_id}.jsonl", sum(1 for line in lines if line.strip())
-    files = []
-    content = []
-    if data:
-        content.append((data_name, data))
-        files.append(
-            {
-                "path": data_name,
-                "sha256": hashlib.sha256(data).hexdigest(),
-                "events": events,
-                "bytes": len(data),
-            }
-        )
-    manifest: dict[str, object] = {
-        "source": source,
-        "batch_id": batch_id,
-        "load_date": load_date,
-        "ready_at": ready_at,
-        "schema_version": 1,
-        "files": files,
-    }
-    if seq_range is not None:
-        manifest["source_seq_low"], manifest["source_seq_high"] = seq_range
-    if supersedes:
-        manifest["supersedes"] = list(supersedes)
-    content.append((f"{batch_id}{MANIFEST_SUFFIX}", canonical_json(manifest).encode("utf-8")))
-    return content
-
-
-def atomic_write(path: Path, data: bytes) -> None:
-    """Temp file, fsync, rename, fsync the folder: a reader sees the old file or the new one."""
-    tmp = temp_path(path)
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-    atomic_replace(tmp, path)
-
-
-def atomic_create(path: Path, data: bytes) -> bool:
-    """Like :func:`atomic_write`, but never replaces: False when ``path`` exists with other
-    content (a hard link of the finished temp file either creates the name or fails)."""
-    tmp = temp_path(path)
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        os.fsync(fh.fileno())
-    try:
-        os.link(tmp, path)
-    except FileExistsError:
-        return _same_file(path.parent, path.name, data)
-    finally:
-        tmp.unlink()
-    _fsync_folder(path.parent)
-    return True
-
-
-def temp_path(path: Path) -> Path:
-    return path.with_name(f".{path.name}.tmp")
-
-
-def atomic_replace(tmp: Path, path: Path) -> None:
-    """Make a fully written ``tmp`` durable, then rename it over ``path`` and fsync the folder."""
-    with open(tmp, "rb+") as fh:
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-    _fsync_folder(path.parent)
-
-
-def _fsync_folder(folder: Path) -> None:
-    dir_fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)

@@ -28,7 +28,7 @@ from replay_assets.core.state import Counts
 from replay_assets.storage.apply.snapshot_scan import Snapshot
 from replay_assets.storage.db.warehouse import one, query_frame
 from replay_assets.storage.evidence.status import Status, set_status
-from replay_assets.storage.landing.area import atomic_write
+from replay_assets.storage.landing.deliveries import atomic_write
 
 RECON_COLUMNS = ("batch_id", "source_events", "accepted", "rejected", "skipped_duplicate", "skipped_stale")
 SQL_CONTROLS = """

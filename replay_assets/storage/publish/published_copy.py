@@ -16,7 +16,7 @@ from pathlib import Path
 import duckdb
 
 from replay_assets.storage.journal import executor as journal
-from replay_assets.storage.landing.area import atomic_replace, atomic_write, temp_path
+from replay_assets.storage.landing.deliveries import atomic_replace, atomic_write, temp_path
 from replay_assets.storage.publish.certify import pointer
 
 VIEWS_VERSION = 2  # 1 held absolute paths: a copied home served the original's files
