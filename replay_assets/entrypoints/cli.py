@@ -186,7 +186,7 @@ def cmd_recovery(args: argparse.Namespace) -> int:
         )
         print(f"operation {entry.operation_id[:16]} is {entry.state} (version {entry.version})")
         return 0
-    with pipeline.warehouse.connect() as con:
+    with pipeline.reader.read() as con:
         if not args.operation_id:
             report: object = recovery.in_doubt(con)
         elif args.verb == "inspect":
@@ -214,7 +214,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     settings = settings_from_environment(args.home)
     output = exports.check_output(args.output, settings.home) if args.output else None
     session = _session(args)
-    with session.pipeline.warehouse.connect() as con:
+    with session.pipeline.reader.read() as con:
         frame = exports.table(con, args.table, args.as_of)
     exports.write(frame, args.format, output, sys.stdout)
     return 0

@@ -23,7 +23,7 @@ from replay_assets.storage.apply.facts import (
 from replay_assets.storage.apply.load_date import ApplyResult, Mode, apply_load_date, from_record, to_record
 from replay_assets.storage.db import failpoints
 from replay_assets.storage.db.clock import VirtualClock, real_now, sleep_real
-from replay_assets.storage.db.warehouse import Warehouse, one
+from replay_assets.storage.db.warehouse import Warehouse, WarehouseReader, one
 from replay_assets.storage.evidence.costs import Cost, measure, record_cost, run_costs
 from replay_assets.storage.evidence.status import Status, set_status
 from replay_assets.storage.journal import executor as journal
@@ -57,6 +57,7 @@ class Pipeline:
         self.settings = settings
         self.clock = VirtualClock(settings.home, settings.fixed_now) if settings.fixed_now else None
         self.warehouse = Warehouse(settings.home, settings.lock_timeout_seconds)
+        self.reader = WarehouseReader(settings.home, settings.lock_timeout_seconds)
 
     def now(self) -> dt.datetime:
         return self.clock.now() if self.clock else real_now()

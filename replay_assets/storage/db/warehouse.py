@@ -1,8 +1,12 @@
-"""The warehouse file: one serialised connection at a time, migrations, transactions.
+"""The warehouse file, the DuckDB adapter of both warehouse ports (``storage/ports.py``).
 
-Every connection (assets, sensors, CLI) takes an OS file lock with a bounded wait, then fails
-with REPLAY_WAREHOUSE_BUSY; the connection is always closed and the lock released, even when the
-body raises. DuckDB itself refuses a second process while one holds the file read-write.
+The writer (assets, sensors, ``run``, ``resolve``) takes an OS file lock with a bounded wait,
+then fails with REPLAY_WAREHOUSE_BUSY; it migrates the schema and owns every transaction. The
+reader (``status``, ``export``, ``recovery inspect|plan``) never takes that lock and never writes:
+it opens the file read-only, so it sees exactly what is committed (a crashed writer's WAL is
+replayed in memory, not into the file). DuckDB refuses a read-only open while another process
+holds the file read-write and the other way round ("could not set lock"): both sides retry that
+until their deadline, so a short read and a writer only ever wait for each other briefly.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ MEMORY_LIMIT = "1GB"
 
 
 class Warehouse:
-    """Port to ``$HOME/warehouse.duckdb``. ``busy_timeout`` bounds the wait for the lock."""
+    """The writer port on ``$HOME/warehouse.duckdb``. ``busy_timeout`` bounds the wait for the lock."""
 
     def __init__(self, home: Path, busy_timeout: float = 60.0) -> None:
         self.home = Path(home)
@@ -42,8 +46,10 @@ class Warehouse:
         self.home.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            self._acquire(fd, self.busy_timeout if timeout is None else timeout)
-            con = self._open()
+            wait = self.busy_timeout if timeout is None else timeout
+            deadline = time.monotonic() + wait
+            self._acquire(fd, deadline, wait)
+            con = _open_retrying(self.path, deadline, read_only=False)
             try:
                 migrate(con)
                 yield con
@@ -64,8 +70,7 @@ class Warehouse:
                 raise
             con.commit()
 
-    def _acquire(self, fd: int, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
+    def _acquire(self, fd: int, deadline: float, wait: float) -> None:
         while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -74,23 +79,71 @@ class Warehouse:
                 if time.monotonic() >= deadline:
                     raise ReplayError(
                         ErrorCode.WAREHOUSE_BUSY,
-                        f"another connection holds {self.lock_path.name} (waited {timeout:g} s)",
+                        f"another connection holds {self.lock_path.name} (waited {wait:g} s)",
                     ) from None
                 time.sleep(POLL_SECONDS)
 
-    def _open(self) -> duckdb.DuckDBPyConnection:
+
+class WarehouseReader:
+    """The reader port on ``$HOME/warehouse.duckdb``: read-only connections of the last committed
+    state, without the writer lock. A home without a warehouse reads as an empty one (an
+    in-memory database at the newest schema); a warehouse whose schema is older than this release
+    is refused (REPLAY_WAREHOUSE_OUTDATED) rather than migrated, since a reader never writes."""
+
+    def __init__(self, home: Path, busy_timeout: float = 60.0) -> None:
+        self.path = Path(home) / "warehouse.duckdb"
+        self.busy_timeout = busy_timeout
+
+    @contextmanager
+    def read(self, timeout: float | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A read-only connection; ``timeout`` bounds the wait for a writer in another process."""
+        if not self.path.exists():
+            con = duckdb.connect(":memory:")
+            migrate(con)
+        else:
+            deadline = time.monotonic() + (self.busy_timeout if timeout is None else timeout)
+            con = _open_retrying(self.path, deadline, read_only=True)
         try:
-            return duckdb.connect(str(self.path), config={"memory_limit": MEMORY_LIMIT})
-        except duckdb.IOException as exc:
-            if "could not set lock" in str(exc).lower():  # DuckDB's words for another process
+            found, newest = schema_version(con), MIGRATIONS[-1][0]
+            if found < newest:
                 raise ReplayError(
-                    ErrorCode.WAREHOUSE_BUSY, f"{self.path.name} is open in another process"
+                    ErrorCode.WAREHOUSE_OUTDATED,
+                    f"{self.path.name} has schema version {found}, this release reads {newest}; "
+                    "any writing command (`replay-assets run`) migrates it",
+                )
+            yield con
+        finally:
+            con.close()
+
+
+def _open_retrying(path: Path, deadline: float, *, read_only: bool) -> duckdb.DuckDBPyConnection:
+    """Open the file, retrying while another process holds a conflicting DuckDB lock."""
+    while True:
+        try:
+            if read_only:
+                return duckdb.connect(str(path), read_only=True, config={"memory_limit": MEMORY_LIMIT})
+            return duckdb.connect(str(path), config={"memory_limit": MEMORY_LIMIT})
+        except duckdb.IOException as exc:
+            if "could not set lock" not in str(exc).lower():  # DuckDB's words for another process
+                raise ReplayError(
+                    ErrorCode.WAREHOUSE_UNREADABLE,
+                    f"{path.name} cannot be opened as a DuckDB database (damaged or not a warehouse); "
+                    "restore it from a backup",
                 ) from exc
-            raise ReplayError(
-                ErrorCode.WAREHOUSE_UNREADABLE,
-                f"{self.path.name} cannot be opened as a DuckDB database (damaged or not a warehouse); "
-                "restore it from a backup",
-            ) from exc
+            if time.monotonic() >= deadline:
+                raise ReplayError(
+                    ErrorCode.WAREHOUSE_BUSY, f"{path.name} is open in another process"
+                ) from exc
+        time.sleep(POLL_SECONDS)
+
+
+def schema_version(con: duckdb.DuckDBPyConnection) -> int:
+    """The newest migration applied to the database behind ``con`` (0 for none)."""
+    table = one(con, "SELECT 1 FROM information_schema.tables WHERE table_name = 'schema_migrations'")
+    if table is None:
+        return 0
+    row = one(con, "SELECT coalesce(max(version), 0) FROM schema_migrations")
+    return int(row[0]) if row else 0
 
 
 def migrate(con: duckdb.DuckDBPyConnection) -> None:
@@ -99,8 +152,7 @@ def migrate(con: duckdb.DuckDBPyConnection) -> None:
         "CREATE TABLE IF NOT EXISTS schema_migrations "
         "(version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL)"
     )
-    row = one(con, "SELECT coalesce(max(version), 0) FROM schema_migrations")
-    current = int(row[0]) if row else 0
+    current = schema_version(con)
     for version, statements in MIGRATIONS:
         if version <= current:
             continue

@@ -1,0 +1,37 @@
+"""The two warehouse ports the use cases take (SPEC 10 "Readers", "Scale-out").
+
+A ``WarehouseReader`` never writes and never takes the writer lock: it serves ``status``,
+``export`` and ``recovery inspect|plan`` from the last committed state. A ``WarehouseWriter``
+serialises writers, migrates the schema and gives one transaction per use case, the journal's
+fence inside it. ``storage/db/warehouse.py`` is the DuckDB adapter of both; the contract suite
+(``replay_assets_tests/storage/test_warehouse_ports.py``) states what any adapter must do.
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Protocol
+
+import duckdb
+
+
+class WarehouseReader(Protocol):
+    path: Path
+
+    def read(self, timeout: float | None = None) -> AbstractContextManager[duckdb.DuckDBPyConnection]:
+        """A connection that sees the last committed state and refuses every write."""
+        ...
+
+
+class WarehouseWriter(Protocol):
+    home: Path
+    path: Path
+
+    def connect(self, timeout: float | None = None) -> AbstractContextManager[duckdb.DuckDBPyConnection]:
+        """A migrated connection under the writer lock (``timeout=0`` never waits)."""
+        ...
+
+    def transaction(self, timeout: float | None = None) -> AbstractContextManager[duckdb.DuckDBPyConnection]:
+        """One atomic transaction: committed when the body returns, rolled back when it raises."""
+        ...

@@ -1,0 +1,162 @@
+"""The contract of the warehouse ports (``storage/ports.py``), run against every adapter.
+
+Today one adapter exists (DuckDB); a second one (Spark Connect + Delta) is proven by adding it to
+``ADAPTERS``. Real files in tmp_path; another process is a real child interpreter.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from replay_assets.core.errors import ErrorCode, ReplayError
+from replay_assets.storage.db.migrations import MIGRATIONS
+from replay_assets.storage.db.warehouse import Warehouse, WarehouseReader, one
+from replay_assets.storage.ports import WarehouseReader as ReaderPort
+from replay_assets.storage.ports import WarehouseWriter as WriterPort
+
+Ports = tuple[WriterPort, ReaderPort]
+ADAPTERS: dict[str, Callable[[Path], Ports]] = {
+    "duckdb": lambda home: (Warehouse(home, busy_timeout=5), WarehouseReader(home, busy_timeout=5)),
+}
+
+
+@pytest.fixture(params=sorted(ADAPTERS))
+def ports(request: pytest.FixtureRequest, tmp_path: Path) -> Ports:
+    return ADAPTERS[request.param](tmp_path)
+
+
+def _note(writer: WriterPort, value: str) -> None:
+    with writer.transaction() as con:
+        con.execute("INSERT INTO sensor_cursors (name, cursor) VALUES (?, ?)", [value, value])
+
+
+def _notes(reader: ReaderPort) -> list[str]:
+    with reader.read() as con:
+        return [str(r[0]) for r in con.execute("SELECT cursor FROM sensor_cursors ORDER BY 1").fetchall()]
+
+
+def _files(home: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(home.iterdir()) if p.is_file()}
+
+
+def test_a_reader_of_an_empty_home_sees_an_empty_warehouse_and_creates_nothing(
+    ports: Ports, tmp_path: Path
+) -> None:
+    _, reader = ports
+    with reader.read() as con:
+        assert one(con, "SELECT count(*) FROM current_orders") == (0,)
+        assert one(con, "SELECT max(version) FROM schema_migrations") == (MIGRATIONS[-1][0],)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_reader_sees_what_was_committed_and_nothing_of_a_rolled_back_transaction(ports: Ports) -> None:
+    writer, reader = ports
+    _note(writer, "committed")
+    with pytest.raises(RuntimeError), writer.transaction() as con:
+        con.execute("INSERT INTO sensor_cursors (name, cursor) VALUES (?, ?)", ["other", "rolled back"])
+        raise RuntimeError("the use case failed after writing")
+    assert _notes(reader) == ["committed"]
+
+
+def test_a_reader_never_writes(ports: Ports, tmp_path: Path) -> None:
+    writer, reader = ports
+    _note(writer, "before")
+    before = _files(tmp_path)
+    with reader.read() as con:
+        with pytest.raises(Exception, match="read-only"):
+            con.execute("INSERT INTO sensor_cursors (name, cursor) VALUES (?, ?)", ["x", "y"])
+    assert _notes(reader) == ["before"]
+    assert _files(tmp_path) == before
+
+
+def test_a_reader_never_takes_the_writer_lock(ports: Ports, tmp_path: Path) -> None:
+    """The writer lock held (a writer between its connections, or waiting for one) does not
+    make a reader wait: it reads at once, even with a zero timeout."""
+    writer, reader = ports
+    _note(writer, "v1")
+    fd = os.open(tmp_path / "warehouse.lock", os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with reader.read(timeout=0) as con:
+            assert one(con, "SELECT cursor FROM sensor_cursors") == ("v1",)
+        with pytest.raises(ReplayError) as busy:
+            with writer.connect(timeout=0):
+                pass
+        assert busy.value.code is ErrorCode.WAREHOUSE_BUSY
+    finally:
+        os.close(fd)
+
+
+def test_a_reader_sees_a_killed_writers_commit_without_touching_the_file(
+    ports: Ports, tmp_path: Path
+) -> None:
+    """A writer killed after its commit, before any checkpoint: the commit is in the WAL only.
+    The reader sees it, and leaves the WAL for the next writer to checkpoint."""
+    writer, reader = ports
+    _note(writer, "checkpointed")
+    child = (
+        "import os, sys\n"
+        "from replay_assets.storage.db.warehouse import Warehouse\n"
+        "with Warehouse(sys.argv[1]).transaction() as con:\n"
+        "    con.execute(\"SET checkpoint_threshold = '1GB'\")\n"
+        "    con.execute(\"UPDATE sensor_cursors SET cursor = 'in the wal'\")\n"
+        "os._exit(0)\n"  # no close, no checkpoint
+    )
+    subprocess.run([sys.executable, "-c", child, str(tmp_path)], check=True)
+    before = _files(tmp_path)
+    assert _notes(reader) == ["in the wal"]
+    assert _files(tmp_path) == before
+
+
+def test_a_writer_and_a_reader_in_two_processes_wait_for_each_other_as_busy_never_as_damage(
+    ports: Ports, tmp_path: Path
+) -> None:
+    writer, reader = ports
+    _note(writer, "v1")
+    child = (
+        "import sys\n"
+        "from replay_assets.storage.db.warehouse import WarehouseReader\n"
+        "with WarehouseReader(sys.argv[1]).read() as con:\n"
+        "    print('reading', flush=True)\n"
+        "    sys.stdin.readline()\n"
+    )
+    holder = subprocess.Popen(
+        [sys.executable, "-c", child, str(tmp_path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "reading\n"
+        with pytest.raises(ReplayError) as busy:
+            with writer.connect(timeout=0):
+                pass
+        assert busy.value.code is ErrorCode.WAREHOUSE_BUSY
+        with reader.read(timeout=0) as con:  # readers share the file
+            assert one(con, "SELECT cursor FROM sensor_cursors") == ("v1",)
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.write("\n")
+        holder.stdin.close()
+        holder.wait()
+    _note(writer, "v2")  # the reader gone, the writer proceeds
+    assert _notes(reader) == ["v1", "v2"]
+
+
+def test_a_reader_refuses_an_outdated_warehouse_rather_than_migrating_it(
+    ports: Ports, tmp_path: Path
+) -> None:
+    writer, reader = ports
+    _note(writer, "v1")
+    with writer.transaction() as con:  # as an older release left it
+        con.execute("DELETE FROM schema_migrations WHERE version = ?", [MIGRATIONS[-1][0]])
+    before = _files(tmp_path)
+    with pytest.raises(ReplayError) as outdated:
+        with reader.read():
+            pass
+    assert outdated.value.code is ErrorCode.WAREHOUSE_OUTDATED
+    assert _files(tmp_path) == before
