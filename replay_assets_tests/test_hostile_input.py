@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from replay_assets.core import names, strict_json
 from replay_assets.core.errors import RejectReason, ReplayError
 from replay_assets.core.events import ValidationContext, parse_event
-from replay_assets.core.plan import DateStatus
+from replay_assets.core.status import DateStatus
 from replay_assets.entrypoints.cli import main
 from replay_assets.storage.evidence.operations import Operations
 from replay_assets.storage.landing import files as safe_files

@@ -12,19 +12,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from replay_assets.core.events import canonical_json, sha256_text
+from replay_assets.core.status import CommitState
 
 CODE_VERSION = "replay-assets/1"
-
-
-class CommitState(enum.StrEnum):
-    PREPARING = "PREPARING"
-    PREPARED = "PREPARED"
-    COMMITTING = "COMMITTING"
-    TARGET_COMMITTED = "TARGET_COMMITTED"
-    COMMITTED_INCOMPLETE = "COMMITTED_INCOMPLETE"
-    COMPLETE = "COMPLETE"
-    COMMIT_UNKNOWN = "COMMIT_UNKNOWN"
-    FAILED_PRE_COMMIT = "FAILED_PRE_COMMIT"
 
 
 S = CommitState

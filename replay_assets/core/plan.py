@@ -8,26 +8,11 @@ reason (BLOCKED_UPSTREAM, MISSING, BLOCKED, DELAYED, LATE_DELIVERY).
 from __future__ import annotations
 
 import datetime as dt
-import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from replay_assets.core.events import canonical_json, sha256_text
-
-
-class DateStatus(enum.StrEnum):
-    APPLIED = "APPLIED"
-    READY = "READY"
-    RESTATE = "RESTATE"  # the latest applied date got a new delivery: fold it again whole
-    WAITING = "WAITING"  # a source has not delivered yet, and nothing later has either
-    BLOCKED_UPSTREAM = "BLOCKED_UPSTREAM"
-    MISSING = "MISSING"
-    BLOCKED = "BLOCKED"
-    DELAYED = "DELAYED"
-    LATE_DELIVERY = "LATE_DELIVERY"
-    OUT_OF_RANGE = "OUT_OF_RANGE"
-    FAILED_CANDIDATE = "FAILED_CANDIDATE"
-
+from replay_assets.core.status import DateStatus
 
 PROBLEMS = frozenset(
     {
@@ -110,7 +95,7 @@ def plan_load_dates(
     window: tuple[str, str],
     sources: Mapping[str, str] | None = None,
 ) -> list[DatePlan]:
-    """Status of every load date from the first source start to the last delivered date."""
+    """The status of every load date from the first source start to the last delivered date."""
     inside = [d for d in deliveries if window[0] <= d.load_date <= window[1]]
     outside = [
         DatePlan(

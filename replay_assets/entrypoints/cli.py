@@ -21,8 +21,8 @@ from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.events import canonical_json, jsonl_lines, sha256_text
 from replay_assets.core.manifest import ManifestError, parse_instant
 from replay_assets.core.names import BadName, NameKind, check_name
-from replay_assets.core.plan import DateStatus
 from replay_assets.core.slo import Slo
+from replay_assets.core.status import DateStatus
 from replay_assets.definitions import settings_from_environment
 from replay_assets.entrypoints.progress import progress
 from replay_assets.entrypoints.session import Session

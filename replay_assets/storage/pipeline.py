@@ -13,19 +13,20 @@ from replay_assets.core.config import Settings
 from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.events import ValidationContext, canonical_json, sha256_text
 from replay_assets.core.manifest import Manifest
-from replay_assets.core.plan import DatePlan, DateStatus, next_to_apply, plan_load_dates
+from replay_assets.core.plan import DatePlan, next_to_apply, plan_load_dates
+from replay_assets.core.status import WAITING_PARTITION_STATUS, ApplyOutcome, DateStatus, PartitionStatus
 from replay_assets.storage.apply.facts import (
     contiguous_ranges,
     record_attempt,
     require_landed,
     warehouse_facts,
 )
-from replay_assets.storage.apply.load_date import ApplyResult, Mode, apply_load_date, from_record, to_record
+from replay_assets.storage.apply.load_date import ApplyResult, apply_load_date, from_record, to_record
 from replay_assets.storage.db import failpoints
 from replay_assets.storage.db.clock import VirtualClock, real_now, sleep_real
 from replay_assets.storage.db.warehouse import Warehouse, WarehouseReader, one
 from replay_assets.storage.evidence.costs import Cost, measure, record_cost, run_costs
-from replay_assets.storage.evidence.status import Status, set_status
+from replay_assets.storage.evidence.status import set_status
 from replay_assets.storage.journal import executor as journal
 from replay_assets.storage.journal.identities import apply_operation, publications_digest, publish_operation
 from replay_assets.storage.landing import area as landing_area
@@ -36,13 +37,6 @@ from replay_assets.storage.publish.aggregates import Published, publish_aggregat
 # DELAYED is applicable on purpose: a manual or backfill run of a date whose predecessor is not
 # certified becomes a failed candidate (MISSING_UPSTREAM_LOAD_DATE), never a silent refusal.
 APPLICABLE = frozenset({DateStatus.READY, DateStatus.RESTATE, DateStatus.APPLIED, DateStatus.DELAYED})
-STATUS_OF = {
-    DateStatus.BLOCKED_UPSTREAM: Status.BLOCKED_UPSTREAM,
-    DateStatus.MISSING: Status.MISSING,
-    DateStatus.BLOCKED: Status.BLOCKED,
-    DateStatus.DELAYED: Status.DELAYED,
-    DateStatus.LATE_DELIVERY: Status.LATE_DELIVERY,
-}
 
 
 @dataclass(frozen=True)
@@ -110,7 +104,9 @@ class Pipeline:
             problem = str(mismatch)
         with self.warehouse.transaction() as con:
             decision, _ = self._decide(con)
-            record_attempt(con, _plan_for(decision, load_date), Status.BLOCKED_UPSTREAM, problem, self.now())
+            record_attempt(
+                con, _plan_for(decision, load_date), PartitionStatus.BLOCKED_UPSTREAM, problem, self.now()
+            )
         raise ReplayError(ErrorCode.NOT_READY, f"load date {load_date}: {problem}")
 
     def _land_batch(
@@ -168,11 +164,11 @@ class Pipeline:
         def mutate(con: duckdb.DuckDBPyConnection) -> tuple[dict[str, Any], str | None]:
             with measure() as cost:
                 result = apply_load_date(con, plan, first, run_id, self.now(), sealed_ok)
-            if result.status is Mode.FAILED:
+            if result.status is ApplyOutcome.FAILED_CANDIDATE:
                 raise journal.Divert(lambda c: self._keep_failed_state(c, plan, result, cost, run_id))
             self._record_apply_cost(con, result, cost, run_id, 0)
             failpoints.hit(self.settings.fail_point, "apply.before_commit")
-            certified = result.status in (Mode.APPLY, Mode.RESTATE, Mode.VERIFY)
+            certified = result.status in (ApplyOutcome.APPLIED, ApplyOutcome.RESTATED, ApplyOutcome.UNCHANGED)
             digest = result.content_sha256 or ""
             return to_record(result), certify.target_digest(con, load_date, digest) if certified else None
 
@@ -187,7 +183,11 @@ class Pipeline:
         def repair(con: duckdb.DuckDBPyConnection) -> tuple[dict[str, Any], str | None]:
             """The history matches raw but its certified record drifted: certify it again."""
             verified = apply_load_date(con, plan, first, run_id, self.now(), sealed_ok=True)
-            if verified.status is Mode.FAILED or verified.controls is None or verified.content_sha256 is None:
+            if (
+                verified.status is ApplyOutcome.FAILED_CANDIDATE
+                or verified.controls is None
+                or verified.content_sha256 is None
+            ):
                 raise ReplayError(
                     ErrorCode.HISTORY_DIVERGED, f"load date {load_date} cannot be certified again"
                 )
@@ -212,7 +212,7 @@ class Pipeline:
         )
         failpoints.hit(self.settings.fail_point, "apply.after_commit")
         result = from_record(record)
-        if result.status is Mode.BLOCKED:
+        if result.status is ApplyOutcome.BLOCKED:
             raise ReplayError(ErrorCode.BATCH_BLOCKED, f"load date {load_date}: {result.reasons[0]}")
         return result
 
@@ -384,12 +384,12 @@ class Pipeline:
         with self.warehouse.transaction() as con:
             decision, _ = self._decide(con)
             for plan in decision.plans:
-                if plan.status in STATUS_OF:
+                if plan.status in WAITING_PARTITION_STATUS:
                     set_status(
                         con,
                         "current_orders",
                         [plan.load_date],
-                        STATUS_OF[plan.status],
+                        WAITING_PARTITION_STATUS[plan.status],
                         plan.reason,
                         self.now(),
                     )

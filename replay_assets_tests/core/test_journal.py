@@ -3,7 +3,8 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
-from replay_assets.core.journal import MUTATION_BEGUN, TRANSITIONS, CommitState, Next, next_step
+from replay_assets.core.journal import MUTATION_BEGUN, TRANSITIONS, Next, next_step
+from replay_assets.core.status import CommitState
 
 S = CommitState
 STATES = st.sampled_from(list(CommitState))

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from replay_assets.core.errors import ErrorCode, RejectReason, ReplayError, Violation
-from replay_assets.core.plan import DateStatus
+from replay_assets.core.status import DateStatus
 from replay_assets.storage.landing.deliveries import write_delivery
 from replay_assets.storage.pipeline import Pipeline
 from replay_assets_tests.helpers import drive, settings_for

@@ -7,8 +7,9 @@ import datetime as dt
 import duckdb
 
 from replay_assets.core.errors import ErrorCode, ReplayError
-from replay_assets.core.plan import DatePlan, DateStatus, WarehouseFacts
-from replay_assets.storage.evidence.status import Status, set_status
+from replay_assets.core.plan import DatePlan, WarehouseFacts
+from replay_assets.core.status import DateStatus, PartitionStatus
+from replay_assets.storage.evidence.status import set_status
 from replay_assets.storage.publish import certify
 
 LATEST_ATTEMPTS = """
@@ -38,7 +39,7 @@ def contiguous_ranges(dates: list[str]) -> list[tuple[str, str]]:
 
 
 def record_attempt(
-    con: duckdb.DuckDBPyConnection, plan: DatePlan, status: Status, reason: str, now: dt.datetime
+    con: duckdb.DuckDBPyConnection, plan: DatePlan, status: PartitionStatus, reason: str, now: dt.datetime
 ) -> None:
     con.execute(  # keyed by the file fingerprints: replacing the broken file makes the date ready
         "INSERT INTO load_date_attempts ("

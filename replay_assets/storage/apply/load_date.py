@@ -5,7 +5,6 @@ marker (SPEC 3.7). The caller owns the transaction; nothing here commits."""
 from __future__ import annotations
 
 import datetime as dt
-import enum
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -17,6 +16,7 @@ from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.gate import CheckOutcome, all_passed, failures, outcome_from_record, outcome_record
 from replay_assets.core.plan import DatePlan
 from replay_assets.core.state import Counts
+from replay_assets.core.status import ApplyOutcome
 from replay_assets.storage.apply import writes as records
 from replay_assets.storage.apply.snapshot_scan import scan_snapshot
 from replay_assets.storage.apply.stage import (
@@ -27,18 +27,10 @@ from replay_assets.storage.db.warehouse import one
 from replay_assets.storage.publish import certify
 
 
-class Mode(enum.StrEnum):
-    APPLY = "APPLIED"
-    RESTATE = "RESTATED"
-    VERIFY = "UNCHANGED"
-    BLOCKED = "BLOCKED"
-    FAILED = "FAILED_CANDIDATE"
-
-
 @dataclass(frozen=True)
 class ApplyResult:
     load_date: str
-    status: Mode
+    status: ApplyOutcome
     counts: dict[str, Counts] = field(default_factory=dict)
     affected_business_dates: tuple[str, ...] = ()
     controls: Controls | None = None
@@ -50,20 +42,20 @@ class ApplyResult:
     row_count: int = 0  # rows of the state snapshot as of the load date
 
 
-def _mode(con: duckdb.DuckDBPyConnection, plan: DatePlan, sealed_ok: bool) -> Mode:
+def _mode(con: duckdb.DuckDBPyConnection, plan: DatePlan, sealed_ok: bool) -> ApplyOutcome:
     day = plan.load_date
     row = one(con, "SELECT identity FROM load_dates WHERE load_date = ?", [day])
     latest = one(con, "SELECT max(load_date) FROM load_dates")
     later = latest is not None and latest[0] is not None and latest[0] > day
     if later and not sealed_ok:
         if row is not None and row[0] == plan.identity:
-            return Mode.VERIFY
+            return ApplyOutcome.UNCHANGED
         raise ReplayError(
             ErrorCode.LOAD_DATE_SEALED, f"load date {day} is sealed: later load dates are applied"
         )
     if row is None:
-        return Mode.APPLY
-    return Mode.VERIFY if row[0] == plan.identity else Mode.RESTATE
+        return ApplyOutcome.APPLIED
+    return ApplyOutcome.UNCHANGED if row[0] == plan.identity else ApplyOutcome.RESTATED
 
 
 def apply_load_date(
@@ -87,7 +79,7 @@ def apply_load_date(
 def _apply_folded(
     con: duckdb.DuckDBPyConnection,
     plan: DatePlan,
-    mode: Mode,
+    mode: ApplyOutcome,
     first_date: str,
     run_id: str | None,
     now: dt.datetime,
@@ -98,15 +90,15 @@ def _apply_folded(
     if violations.height:
         records.record_blocked(con, plan, violations, counts, now)
         reasons = tuple(violations["detail"].to_list()[:5])
-        return ApplyResult(day, Mode.BLOCKED, counts, reasons=reasons)
-    if mode == Mode.VERIFY:
+        return ApplyResult(day, ApplyOutcome.BLOCKED, counts, reasons=reasons)
+    if mode == ApplyOutcome.UNCHANGED:
         if not records.same_history(con, day):
             raise ReplayError(
                 ErrorCode.HISTORY_DIVERGED,
                 f"recomputing load date {day} from raw differs from stored history",
             )
-        return _result(con, day, Mode.VERIFY, counts, (), first_date, run_id, now)
-    if mode == Mode.RESTATE:
+        return _result(con, day, ApplyOutcome.UNCHANGED, counts, (), first_date, run_id, now)
+    if mode == ApplyOutcome.RESTATED:
         records.undo_load_date(con, day, now)
     dates = records.affected_groups(con)
     history = records.write_history(con, day)
@@ -120,7 +112,7 @@ def _apply_folded(
     )
     result = _result(con, day, mode, counts, tuple(dates), first_date, run_id, now)
     written = replace(result, rows_written=history + groups + len(counts))
-    if result.status is Mode.FAILED:
+    if result.status is ApplyOutcome.FAILED_CANDIDATE:
         return replace(written, candidate_rows=records.candidate_rows(con, day))
     return written
 
@@ -128,7 +120,7 @@ def _apply_folded(
 def _result(
     con: duckdb.DuckDBPyConnection,
     day: str,
-    mode: Mode,
+    mode: ApplyOutcome,
     counts: dict[str, Counts],
     dates: tuple[str, ...],
     first_date: str,
@@ -140,9 +132,11 @@ def _result(
     digest, controls = snapshot.digest, snapshot.controls
     checks = tuple(certify.state_checks(con, day, snapshot, counts, first_date))
     if not all_passed(checks):
-        return ApplyResult(day, Mode.FAILED, counts, dates, controls, digest, (failures(checks),), checks)
+        return ApplyResult(
+            day, ApplyOutcome.FAILED_CANDIDATE, counts, dates, controls, digest, (failures(checks),), checks
+        )
     rows = snapshot.rows
-    if mode != Mode.VERIFY:
+    if mode != ApplyOutcome.UNCHANGED:
         certify.certify_state(con, day, digest, checks, run_id, now)
         certify.write_snapshot(con, day, controls, rows, digest)
     return ApplyResult(day, mode, counts, dates, controls, digest, (), checks, row_count=rows)
@@ -167,7 +161,7 @@ def to_record(result: ApplyResult) -> dict[str, Any]:
 def from_record(record: dict[str, Any]) -> ApplyResult:
     return ApplyResult(
         record["load_date"],
-        Mode(record["status"]),
+        ApplyOutcome(record["status"]),
         {b: Counts(**c) for b, c in record["counts"].items()},
         tuple(record["affected_business_dates"]),
         Controls(*record["controls"]) if record["controls"] else None,

@@ -13,9 +13,10 @@ from replay_assets.core.events import ORDER_IMAGE
 from replay_assets.core.fold import Outcome
 from replay_assets.core.plan import DatePlan
 from replay_assets.core.state import Counts
+from replay_assets.core.status import PartitionStatus
 from replay_assets.storage.db.migrations import CUSTOMER_COLUMNS, ORDER_COLUMNS
 from replay_assets.storage.db.warehouse import one, query_frame
-from replay_assets.storage.evidence.status import Status, set_status
+from replay_assets.storage.evidence.status import set_status
 from replay_assets.storage.landing.ingest import insert_frame
 
 BUSINESS_FIELDS = tuple(c for c in ORDER_IMAGE if c not in ("order_id", "line_no", "status"))
@@ -109,7 +110,7 @@ def record_blocked(
             ") VALUES (?, ?, ?, ?, 0, 0, 0, 0, 'BLOCKED')",
             [b, source, plan.load_date, counts[b].source_events],
         )
-    set_status(con, "current_orders", [plan.load_date], Status.BLOCKED, reason, now)
+    set_status(con, "current_orders", [plan.load_date], PartitionStatus.BLOCKED, reason, now)
 
 
 _ORDER_HISTORY = f"""
@@ -215,7 +216,7 @@ def queue_groups(con: duckdb.DuckDBPyConnection, dates: list[str], day: str, now
             con,
             "daily_aggregates",
             dates,
-            Status.PENDING_RESTATEMENT,
+            PartitionStatus.PENDING_RESTATEMENT,
             f"load date {day} changed this business date",
             now,
         )

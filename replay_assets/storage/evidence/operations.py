@@ -7,9 +7,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from replay_assets.core.slo import Slo
+from replay_assets.core.status import PartitionStatus
 from replay_assets.storage.db.warehouse import one, query_frame
 from replay_assets.storage.evidence import attempts as service
-from replay_assets.storage.evidence.status import Status, set_status
+from replay_assets.storage.evidence.status import set_status
 from replay_assets.storage.pipeline import Pipeline
 from replay_assets.storage.publish import reverify
 
@@ -57,7 +58,12 @@ class Operations:
             )
             for key, reason in verdict.reasons.items():
                 set_status(
-                    con, asset, [key], Status.SUSPECT, f"re-verification: {reason}", self.pipeline.now()
+                    con,
+                    asset,
+                    [key],
+                    PartitionStatus.SUSPECT,
+                    f"re-verification: {reason}",
+                    self.pipeline.now(),
                 )
         return verdict
 
@@ -100,37 +106,37 @@ class Operations:
 
 
 IMPACT = {
-    Status.CERTIFIED: ("correct and complete", "nothing; use it"),
-    Status.RESTATED: (
+    PartitionStatus.CERTIFIED: ("correct and complete", "nothing; use it"),
+    PartitionStatus.RESTATED: (
         "corrected: a newer version replaced an earlier one",
         "re-read it; the earlier version stays queryable in publications",
     ),
-    Status.PENDING_RESTATEMENT: (
+    PartitionStatus.PENDING_RESTATEMENT: (
         "about to change: a correction is queued",
         "the restated version is published after the correction is certified",
     ),
-    Status.FAILED_CANDIDATE: (
+    PartitionStatus.FAILED_CANDIDATE: (
         "not updated: a new version failed certification and was withheld",
         "the data team repairs the input; you keep seeing the last good version",
     ),
-    Status.SUSPECT: (
+    PartitionStatus.SUSPECT: (
         "possibly wrong: re-verification found a difference from the immutable input",
         "a repair from immutable raw is republished as a new version; treat figures with care",
     ),
-    Status.BLOCKED_UPSTREAM: (
+    PartitionStatus.BLOCKED_UPSTREAM: (
         "late: the source delivery is not ready",
         "loaded and certified as soon as the source is ready",
     ),
-    Status.BLOCKED: (
+    PartitionStatus.BLOCKED: (
         "late: the source delivery broke the contract and was refused whole",
         "applied once the source re-delivers it corrected or an operator skips it",
     ),
-    Status.MISSING: ("unavailable: a delivery is missing", "applied once the source delivers it"),
-    Status.DELAYED: (
+    PartitionStatus.MISSING: ("unavailable: a delivery is missing", "applied once the source delivers it"),
+    PartitionStatus.DELAYED: (
         "late: waiting behind an earlier load date",
         "applied in order once the earlier date is",
     ),
-    Status.LATE_DELIVERY: (
+    PartitionStatus.LATE_DELIVERY: (
         "incomplete: a late delivery arrived after later dates were applied",
         "an operator backfills it in the backfill lane",
     ),
@@ -148,7 +154,7 @@ def consumer_text(
         return [f"{partition}: nothing is known about this partition yet."]
     lines = []
     for row in rows:
-        status = Status(row["status"])
+        status = PartitionStatus(row["status"])
         impact, next_step = IMPACT[status]
         good = (
             f"version {row['last_good_version']} (sha256 {str(row['last_good_sha256'])[:12]})"

@@ -3,30 +3,18 @@
 from __future__ import annotations
 
 import datetime as dt
-import enum
 from collections.abc import Iterable
 
 import duckdb
 
-
-class Status(enum.StrEnum):
-    CERTIFIED = "CERTIFIED"
-    RESTATED = "RESTATED"
-    PENDING_RESTATEMENT = "PENDING_RESTATEMENT"
-    FAILED_CANDIDATE = "FAILED_CANDIDATE"
-    SUSPECT = "SUSPECT"
-    BLOCKED_UPSTREAM = "BLOCKED_UPSTREAM"
-    BLOCKED = "BLOCKED"
-    MISSING = "MISSING"
-    DELAYED = "DELAYED"
-    LATE_DELIVERY = "LATE_DELIVERY"
+from replay_assets.core.status import PartitionStatus
 
 
 def set_status(
     con: duckdb.DuckDBPyConnection,
     asset: str,
     keys: Iterable[str],
-    status: Status,
+    status: PartitionStatus,
     reason: str,
     now: dt.datetime,
     last_good: tuple[int, str] | None = None,

@@ -16,7 +16,8 @@ import duckdb
 
 from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.events import canonical_json
-from replay_assets.core.journal import CommitState, Next, can_move, next_step, operation_id
+from replay_assets.core.journal import Next, can_move, next_step, operation_id
+from replay_assets.core.status import CommitState
 from replay_assets.storage.db import failpoints
 from replay_assets.storage.db.warehouse import Warehouse, one
 

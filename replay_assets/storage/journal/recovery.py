@@ -15,7 +15,8 @@ from typing import Any
 import duckdb
 
 from replay_assets.core.errors import ErrorCode, ReplayError
-from replay_assets.core.journal import IN_DOUBT, MUTATION_BEGUN, CommitState, Next, next_step
+from replay_assets.core.journal import IN_DOUBT, MUTATION_BEGUN, Next, next_step
+from replay_assets.core.status import CommitState
 from replay_assets.storage.db.warehouse import Warehouse
 from replay_assets.storage.journal import executor as journal
 

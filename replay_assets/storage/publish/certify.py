@@ -25,9 +25,10 @@ from replay_assets.core.gate import (
 )
 from replay_assets.core.schemas import DAILY_AGGREGATES
 from replay_assets.core.state import Counts
+from replay_assets.core.status import PartitionStatus
 from replay_assets.storage.apply.snapshot_scan import Snapshot
 from replay_assets.storage.db.warehouse import one, query_frame
-from replay_assets.storage.evidence.status import Status, set_status
+from replay_assets.storage.evidence.status import set_status
 from replay_assets.storage.landing.deliveries import atomic_write
 
 RECON_COLUMNS = ("batch_id", "source_events", "accepted", "rejected", "skipped_duplicate", "skipped_stale")
@@ -160,7 +161,7 @@ def record_publication(
             con,
             asset,
             [key],
-            Status.RESTATED if last[0] > 1 else Status.CERTIFIED,
+            PartitionStatus.RESTATED if last[0] > 1 else PartitionStatus.CERTIFIED,
             "unchanged: re-audited" if last[1] == digest else "a newer publication stays",
             now,
         )
@@ -178,7 +179,7 @@ def record_publication(
         con,
         asset,
         [key],
-        Status.CERTIFIED if version == 1 else Status.RESTATED,
+        PartitionStatus.CERTIFIED if version == 1 else PartitionStatus.RESTATED,
         reason,
         now,
         (version, digest),
@@ -241,7 +242,7 @@ def record_failed_candidate(
             path.stat().st_size,
         ],
     )
-    set_status(con, asset, [key], Status.FAILED_CANDIDATE, reason, now)
+    set_status(con, asset, [key], PartitionStatus.FAILED_CANDIDATE, reason, now)
     return path
 
 
