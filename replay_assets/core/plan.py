@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from replay_assets.core.events import canonical_json, sha256_text
-from replay_assets.core.status import DateStatus
+from replay_assets.core.status import WAITING_PARTITION_STATUS, DateStatus
 
 PROBLEMS = frozenset(
     {
@@ -262,3 +262,28 @@ def next_to_apply(plans: Sequence[DatePlan]) -> DatePlan | None:
         if plan.status in STOPPING or plan.status is DateStatus.DELAYED:
             return None
     return None
+
+
+def with_waiting_statuses(
+    rows: Sequence[Mapping[str, object]], plans: Sequence[DatePlan], now: dt.datetime
+) -> list[dict[str, object]]:
+    """``partition_status`` rows as recording the plans' waiting statuses would leave them (what
+    ``run`` records), computed without writing, so ``status`` shows the live state read-only.
+    A waiting date's status, reason and time replace the stored ones; its last good version stays."""
+    by_key = {(str(r["asset"]), str(r["partition_key"])): dict(r) for r in rows}
+    for plan in plans:
+        if plan.status not in WAITING_PARTITION_STATUS:
+            continue
+        key = ("current_orders", plan.load_date)
+        row = by_key.get(key) or {
+            "asset": key[0],
+            "partition_key": key[1],
+            "status": None,
+            "reason": None,
+            "last_good_version": None,
+            "last_good_sha256": None,
+            "updated_at": None,
+        }
+        row.update(status=WAITING_PARTITION_STATUS[plan.status].value, reason=plan.reason, updated_at=now)
+        by_key[key] = row
+    return [by_key[key] for key in sorted(by_key)]

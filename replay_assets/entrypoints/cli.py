@@ -28,6 +28,7 @@ from replay_assets.entrypoints.progress import progress
 from replay_assets.entrypoints.session import Session
 from replay_assets.storage.evidence.operations import Operations
 from replay_assets.storage.landing.deliveries import create_delivery
+from replay_assets.storage.pipeline import Pipeline
 from replay_assets.storage.publish import exports
 
 
@@ -169,7 +170,6 @@ def cmd_backfill(args: argparse.Namespace) -> int:
 def cmd_recovery(args: argparse.Namespace) -> int:
     """Journal recovery with the warehouse only (Dagster may be down)."""
     from replay_assets.storage.journal import recovery
-    from replay_assets.storage.pipeline import Pipeline
 
     pipeline = Pipeline(settings_from_environment(args.home))
     if args.verb == "apply":
@@ -221,23 +221,27 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    session = _session(args)
-    ops = Operations(session.pipeline)
-    decision = session.pipeline.record_plan_status()
+    """Read-only: the last committed state through the reader, the waiting load dates' live
+    statuses overlaid (what the next ``run`` records), never the writer lock, never a write."""
+    ops = Operations(Pipeline(settings_from_environment(args.home)))
+    decision, report = ops.status_report()
     problems = [p for p in decision.plans if p.problem]
-    with session.pipeline.warehouse.connect() as con:
-        report = exports.status_report(con)
     if args.update:
         print("\n".join(ops.consumer_update(args.update)))
         return 0 if any(p["partition_key"] == args.update for p in report["partitions"]) else 1
     slos = ops.slos()
     if args.json:
-        report["unreadable_manifests"] = decision.unreadable
-        report["problems"] = [
+        problem_rows = [
             {"load_date": p.load_date, "status": p.status.value, "reason": p.reason} for p in problems
         ]
-        report["slos"] = [{"load_date": k, **v.to_record()} for k, v in slos.items()]
-        print(json.dumps(report, indent=2, default=str))
+        slo_rows = [{"load_date": k, **v.to_record()} for k, v in slos.items()]
+        document = {
+            **report,
+            "unreadable_manifests": decision.unreadable,
+            "problems": problem_rows,
+            "slos": slo_rows,
+        }
+        print(json.dumps(document, indent=2, default=str))
     else:
         _print_table([_status_row(p, slos) for p in report["partitions"]])
         for plan in problems:

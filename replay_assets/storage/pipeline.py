@@ -80,6 +80,11 @@ class Pipeline:
         plans = plan_load_dates(deliveries, warehouse_facts(con), window, self.settings.sources)
         return Decision(plans, next_to_apply(plans), unreadable), by_sha
 
+    def read_decision(self) -> Decision:
+        """The decision from the last committed state, through the reader (no writer lock)."""
+        with self.reader.read() as con:
+            return self._decide(con)[0]
+
     def decide(self, timeout: float | None = None) -> Decision:
         """What applies next and why the rest waits; ``timeout=0`` for sensors (never wait)."""
         with self.warehouse.connect(timeout) as con:

@@ -6,13 +6,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from replay_assets.core.plan import with_waiting_statuses
 from replay_assets.core.slo import Slo
 from replay_assets.core.status import PartitionStatus
 from replay_assets.storage.db.warehouse import one, query_frame
 from replay_assets.storage.evidence import attempts as service
 from replay_assets.storage.evidence.status import set_status
-from replay_assets.storage.pipeline import Pipeline
-from replay_assets.storage.publish import reverify
+from replay_assets.storage.pipeline import Decision, Pipeline
+from replay_assets.storage.publish import exports, reverify
 
 RECONCILE_SQL = """
     SELECT load_date, sum(source_events) AS source_events, sum(accepted) AS accepted,
@@ -36,11 +37,11 @@ class Operations:
             return service.step_attempts(con, run_id)
 
     def slo(self, load_date: str) -> Slo | None:
-        with self.pipeline.warehouse.connect() as con:
+        with self.pipeline.reader.read() as con:
             return service.slo_for(con, load_date, self.pipeline.settings.slo)
 
     def slos(self) -> dict[str, Slo]:
-        with self.pipeline.warehouse.connect() as con:
+        with self.pipeline.reader.read() as con:
             keys = con.execute(
                 "SELECT DISTINCT partition_key FROM publications WHERE asset = 'current_orders' ORDER BY 1"
             ).fetchall()
@@ -85,14 +86,22 @@ class Operations:
         with self.pipeline.warehouse.connect() as con:
             return query_frame(con, RECONCILE_SQL).to_dicts()
 
+    def status_report(self) -> tuple[Decision, dict[str, list[dict[str, Any]]]]:
+        """Read-only: the last committed state through the reader, with the waiting load dates'
+        live statuses overlaid (what the next ``run`` records); never the writer lock, never a write."""
+        decision = self.pipeline.read_decision()
+        with self.pipeline.reader.read() as con:
+            report = exports.status_report(con)
+        report["partitions"] = with_waiting_statuses(
+            report["partitions"], decision.plans, self.pipeline.now()
+        )
+        return decision, report
+
     def consumer_update(self, partition: str) -> list[str]:
-        """The factual update a consumer of one partition needs, in their terms."""
-        with self.pipeline.warehouse.connect() as con:
-            rows = query_frame(
-                con,
-                "SELECT * FROM partition_status WHERE partition_key = ? ORDER BY asset",
-                [partition],
-            ).to_dicts()
+        """The factual update a consumer of one partition needs, in their terms (read-only)."""
+        live = self.status_report()[1]["partitions"]
+        rows = sorted((r for r in live if r["partition_key"] == partition), key=lambda r: str(r["asset"]))
+        with self.pipeline.reader.read() as con:
             pointer = one(con, "SELECT value FROM pointers WHERE name = 'published_load_date'")
             versions = {
                 str(a): int(v)

@@ -1,0 +1,81 @@
+"""The readers (SPEC 10 "Readers"): ``status``, ``export`` and ``recovery inspect|plan`` never
+take the writer lock and never write; ``status`` still shows the waiting load dates' live
+statuses, exactly what the next ``run`` records. Real DuckDB files, the real CLI in-process."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from replay_assets.entrypoints.cli import main
+from replay_assets.storage.db.warehouse import query_frame
+from replay_assets.storage.evidence.operations import Operations
+from replay_assets.storage.pipeline import Pipeline
+from replay_assets_tests.helpers import drive
+from replay_assets_tests.storage.test_bad_input import D1, D2, deliver, event, make_pipeline
+
+D4 = "2026-01-04"
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    """D1 applied; D2 never delivered while D4 is: D2 is MISSING, D4 waits behind it."""
+    pipeline = make_pipeline(tmp_path)
+    deliver(pipeline, D1, "b1", [event(1), event(2, "o2")])
+    drive(pipeline)
+    deliver(pipeline, D4, "b4", [event(3)])
+    return tmp_path
+
+
+def _tree(home: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(home)): p.read_bytes() for p in sorted(home.rglob("*")) if p.is_file()}
+
+
+@contextmanager
+def writer_lock_held(home: Path) -> Iterator[None]:
+    """The writer lock taken as a writer waiting for, or between, its connections holds it."""
+    fd = os.open(home / "warehouse.lock", os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
+    code = main(list(argv))
+    return code, capsys.readouterr().out
+
+
+def test_status_export_and_recovery_read_while_the_writer_lock_is_held_and_change_nothing(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (home / "replay-assets.json").write_text('{"lock_timeout_seconds": 0}')  # waiting would fail at once
+    before = _tree(home)
+    with writer_lock_held(home):
+        code, out = _cli(capsys, "status", "--home", str(home), "--json")
+        document = json.loads(out)
+        assert code == 1  # D2 is missing
+        assert {p["load_date"]: p["status"] for p in document["problems"]}[D2] == "MISSING"
+        code, out = _cli(capsys, "status", "--home", str(home), "--update", D2)
+        assert code == 0 and f"current_orders {D2}: MISSING" in out
+        code, out = _cli(capsys, "export", "current_orders", "--home", str(home), "--format", "jsonl")
+        assert code == 0 and sorted(json.loads(line)["order_id"] for line in out.splitlines()) == ["o1", "o2"]
+        assert _cli(capsys, "recovery", "inspect", "--home", str(home), "--json")[0] == 0
+    assert _tree(home) == before
+
+
+def test_status_shows_exactly_what_the_next_run_records(home: Path) -> None:
+    pipeline = Pipeline(make_pipeline(home).settings)
+    live = Operations(pipeline).status_report()[1]["partitions"]
+    pipeline.record_plan_status()  # what `run` does after applying
+    with pipeline.warehouse.connect() as con:
+        recorded = query_frame(con, "SELECT * FROM partition_status ORDER BY asset, partition_key").to_dicts()
+    assert {(r["partition_key"], r["status"]) for r in live} >= {(D2, "MISSING"), (D1, "CERTIFIED")}
+    assert live == recorded
