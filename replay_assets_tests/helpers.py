@@ -8,7 +8,11 @@ from pathlib import Path
 
 from replay_assets.core.config import Settings
 from replay_assets.core.manifest import parse_instant
-from replay_assets.storage.pipeline import Pipeline
+from replay_assets.usecases.apply import apply
+from replay_assets.usecases.context import Pipeline
+from replay_assets.usecases.decide import decide
+from replay_assets.usecases.land import land
+from replay_assets.usecases.publish import pending_restatements, publish
 
 
 def settings_for(home: Path, now: str, **extra: object) -> Settings:
@@ -20,17 +24,17 @@ def drive(pipeline: Pipeline) -> list[str]:
     without Dagster; returns what it did, in order."""
     done: list[str] = []
     while len(done) < 1000:  # a loop that does not converge is a bug: fail instead of hanging
-        decision = pipeline.decide()
+        decision = decide(pipeline)
         if decision.next is not None:
             day = decision.next.load_date
-            pipeline.land(day)
-            done.append(f"apply {day}: {pipeline.apply(day, None).status}")
+            land(pipeline, day)
+            done.append(f"apply {day}: {apply(pipeline, day, None).status}")
             continue
-        ranges, _ = pipeline.pending_restatements()
+        ranges, _ = pending_restatements(pipeline)
         if not ranges:
             return done
         for start, end in ranges:
-            pipeline.publish(_days(start, end), None)
+            publish(pipeline, _days(start, end), None)
             done.append(f"publish {start}..{end}")
     raise AssertionError(f"drive did not converge: {done[-5:]}")
 

@@ -28,10 +28,12 @@ from replay_assets.core.errors import RejectReason, ReplayError
 from replay_assets.core.events import ValidationContext, parse_event
 from replay_assets.core.status import DateStatus
 from replay_assets.entrypoints.cli import main
-from replay_assets.storage.evidence.operations import Operations
 from replay_assets.storage.landing import files as safe_files
 from replay_assets.storage.landing.deliveries import write_delivery
-from replay_assets.storage.pipeline import Pipeline
+from replay_assets.usecases.context import Pipeline
+from replay_assets.usecases.decide import decide
+from replay_assets.usecases.land import land as land_date
+from replay_assets.usecases.operations import Operations
 from replay_assets_tests.helpers import drive, settings_for
 from replay_assets_tests.storage.test_bad_input import event
 
@@ -99,7 +101,7 @@ def deliver(p: Pipeline, source: str, day: str, batch_id: str, lines: list[str])
 
 
 def plans(p: Pipeline) -> dict[str, tuple[DateStatus, str]]:
-    return {plan.load_date: (plan.status, plan.reason) for plan in p.decide().plans}
+    return {plan.load_date: (plan.status, plan.reason) for plan in decide(p).plans}
 
 
 def rows(p: Pipeline, sql: str) -> list[tuple[Any, ...]]:
@@ -332,7 +334,7 @@ def test_a_data_file_symlinked_out_of_its_folder_is_blocked_upstream(sandbox: Pa
 def test_a_file_swapped_after_the_sensor_looked_is_refused_at_landing(sandbox: Path, swap: str) -> None:
     p = pipeline(sandbox)
     folder = deliver(p, "erp", D1, "B1", [event(1)]).parent
-    assert p.decide().next is not None  # the cheap look saw a regular file
+    assert decide(p).next is not None  # the cheap look saw a regular file
     secret = sandbox / "outside" / "B1.jsonl"
     secret.write_bytes((folder / "B1.jsonl").read_bytes())
     if swap == "symlink":
@@ -341,7 +343,7 @@ def test_a_file_swapped_after_the_sensor_looked_is_refused_at_landing(sandbox: P
         (folder / "B1.jsonl").unlink()
         os.mkfifo(folder / "B1.jsonl")
     with pytest.raises(ReplayError, match=swap):
-        p.land(D1)
+        land_date(p, D1)
     assert rows(p, "SELECT count(*) FROM raw_receipts") == [(0,)]
     status, reason = plans(p)[D1]
     assert status is DateStatus.BLOCKED_UPSTREAM and "B1.jsonl" in reason

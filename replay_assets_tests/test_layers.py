@@ -1,4 +1,4 @@
-"""The dependency direction of the house style, enforced: core < storage < defs/cli."""
+"""The dependency direction of the house style, enforced: core < storage < usecases < defs/cli."""
 
 import ast
 from pathlib import Path
@@ -8,7 +8,14 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "replay_assets"
 FORBIDDEN = {
     "core": {"dagster", "duckdb", "replay_assets.storage", "replay_assets.defs", "os", "time", "subprocess"},
-    "storage": {"dagster", "replay_assets.defs", "replay_assets.entrypoints", "replay_assets.demo"},
+    "storage": {
+        "dagster",
+        "replay_assets.usecases",
+        "replay_assets.defs",
+        "replay_assets.entrypoints",
+        "replay_assets.demo",
+    },
+    "usecases": {"dagster", "replay_assets.defs", "replay_assets.entrypoints", "replay_assets.demo"},
 }
 
 

@@ -15,8 +15,9 @@ import pytest
 
 from replay_assets.entrypoints.cli import main
 from replay_assets.storage.db.warehouse import query_frame
-from replay_assets.storage.evidence.operations import Operations
-from replay_assets.storage.pipeline import Pipeline
+from replay_assets.usecases.context import Pipeline
+from replay_assets.usecases.operations import Operations
+from replay_assets.usecases.status import record_waiting_statuses
 from replay_assets_tests.helpers import drive
 from replay_assets_tests.storage.test_bad_input import D1, D2, deliver, event, make_pipeline
 
@@ -74,7 +75,7 @@ def test_status_export_and_recovery_read_while_the_writer_lock_is_held_and_chang
 def test_status_shows_exactly_what_the_next_run_records(home: Path) -> None:
     pipeline = Pipeline(make_pipeline(home).settings)
     live = Operations(pipeline).status_report()[1]["partitions"]
-    pipeline.record_plan_status()  # what `run` does after applying
+    record_waiting_statuses(pipeline)  # what `run` does after applying
     with pipeline.warehouse.connect() as con:
         recorded = query_frame(con, "SELECT * FROM partition_status ORDER BY asset, partition_key").to_dicts()
     assert {(r["partition_key"], r["status"]) for r in live} >= {(D2, "MISSING"), (D1, "CERTIFIED")}

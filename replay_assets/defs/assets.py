@@ -15,8 +15,11 @@ from replay_assets.defs.partitions import business_date_partitions, load_date_pa
 from replay_assets.defs.resources import ReplayResource
 from replay_assets.storage.db import failpoints
 from replay_assets.storage.evidence import attempts as service
-from replay_assets.storage.evidence.operations import Operations
-from replay_assets.storage.pipeline import Pipeline
+from replay_assets.usecases.apply import apply
+from replay_assets.usecases.context import Pipeline
+from replay_assets.usecases.land import land
+from replay_assets.usecases.operations import Operations
+from replay_assets.usecases.publish import publish
 
 POOL = "duckdb_writer"
 # Transient failures are retried; the backoff is waited on the pipeline's clock (see _attempt), so
@@ -42,6 +45,10 @@ def _attempt(context: dg.AssetExecutionContext, pipeline: Pipeline, step: str, k
         ops.record_step(run_id, step, key, attempt, service.FAILED, code)
         raise
     ops.record_step(run_id, step, key, attempt, service.SUCCEEDED, "")
+
+
+def _costs(pipeline: Pipeline, context: dg.AssetExecutionContext, step: str) -> dict[str, float]:
+    return {f"cost_{k}": v for k, v in Operations(pipeline).run_costs(context.run.run_id, step).items()}
 
 
 def _check_specs(asset: str) -> list[dg.AssetCheckSpec]:
@@ -105,7 +112,7 @@ def build_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         pipeline = replay.pipeline()
         try:
             with _attempt(context, pipeline, "raw_receipts", context.partition_key):
-                landed = pipeline.land(context.partition_key, context.run.run_id)
+                landed = land(pipeline, context.partition_key, context.run.run_id)
         except ReplayError as error:
             raise _fail(error) from error
         return dg.MaterializeResult(
@@ -115,7 +122,7 @@ def build_assets(settings: Settings) -> list[dg.AssetsDefinition]:
                 "source_events": sum(b.source_events for b in landed),
                 "rejected": sum(b.rejected for b in landed),
                 "bytes_read": sum(b.bytes_read for b in landed),
-                **{f"cost_{k}": v for k, v in pipeline.run_costs(context.run.run_id, "land").items()},
+                **_costs(pipeline, context, "land"),
             }
         )
 
@@ -152,7 +159,7 @@ def build_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         try:
             with _attempt(context, pipeline, "current_state", context.partition_key):
                 backfill = lane_for(context.run.tags) == BACKFILL
-                result = pipeline.apply(context.partition_key, context.run.run_id, sealed_ok=backfill)
+                result = apply(pipeline, context.partition_key, context.run.run_id, sealed_ok=backfill)
                 failpoints.hit(pipeline.settings.fail_point, "state.after_commit")
         except ReplayError as error:
             raise _fail(error) from error
@@ -171,7 +178,7 @@ def build_assets(settings: Settings) -> list[dg.AssetsDefinition]:
             "dagster/row_count": result.row_count,
             "controls": evidence.controls(controls) if controls else "none (not certified)",
             "reconciliation": evidence.reconciliation(result.counts),
-            **{f"cost_{k}": v for k, v in pipeline.run_costs(context.run.run_id, "apply").items()},
+            **_costs(pipeline, context, "apply"),
             **({f"slo_{k}": v for k, v in slo.to_record().items() if v is not None} if slo else {}),
         }
         if slo:
@@ -197,7 +204,7 @@ def build_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         pipeline = replay.pipeline()
         keys = list(context.partition_keys)
         with _attempt(context, pipeline, "daily_aggregates", f"{keys[0]}..{keys[-1]}"):
-            published = pipeline.publish(keys, context.run.run_id)
+            published = publish(pipeline, keys, context.run.run_id)
         failed = [p.business_date for p in published if not p.certified]
         totals = Operations(pipeline).daily_totals(keys[0], keys[-1])
         return dg.MaterializeResult(
@@ -209,7 +216,7 @@ def build_assets(settings: Settings) -> list[dg.AssetsDefinition]:
                 "failed_candidates": ", ".join(failed) or "none",
                 "rows": sum(p.rows for p in published),
                 "as_of_load_date": published[0].as_of_load_date if published else "",
-                **{f"cost_{k}": v for k, v in pipeline.run_costs(context.run.run_id, "publish").items()},
+                **_costs(pipeline, context, "publish"),
             },
             check_results=_results(
                 "daily_aggregates", [(p.business_date, o) for p in published for o in p.checks]

@@ -8,7 +8,7 @@ import dagster as dg
 
 from replay_assets.core.config import Settings, slo_policy
 from replay_assets.core.manifest import Limits, parse_instant
-from replay_assets.storage.pipeline import Pipeline
+from replay_assets.usecases.context import Pipeline
 
 
 class ReplayResource(dg.ConfigurableResource):  # type: ignore[type-arg]

@@ -6,6 +6,8 @@ from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.events import canonical_json, sha256_text
 from replay_assets.core.lanes import CURRENT, LANE_TAG
 from replay_assets.defs.resources import ReplayResource
+from replay_assets.usecases.decide import decide
+from replay_assets.usecases.publish import pending_restatements
 
 CURRENT_LANE = {LANE_TAG: CURRENT}
 
@@ -20,7 +22,7 @@ def build_sensors(apply_job: str, restate_job: str, interval: int = 30) -> list[
         """Requests the next load date once every source has a ready manifest for it (never D
         before D-1); explains every load date that waits."""
         try:
-            decision = replay.pipeline().decide(timeout=0)
+            decision = decide(replay.pipeline(), timeout=0)
         except ReplayError as error:
             if error.code is ErrorCode.WAREHOUSE_BUSY:
                 return dg.SkipReason(f"{error}; trying again next tick")
@@ -50,7 +52,7 @@ def build_sensors(apply_job: str, restate_job: str, interval: int = 30) -> list[
         """Requests exactly the business dates whose groups a load date changed (old and new),
         contiguous dates as one range run."""
         try:
-            ranges, state_key = replay.pipeline().pending_restatements(timeout=0)
+            ranges, state_key = pending_restatements(replay.pipeline(), timeout=0)
         except ReplayError as error:
             if error.code is ErrorCode.WAREHOUSE_BUSY:
                 return dg.SkipReason(f"{error}; trying again next tick")

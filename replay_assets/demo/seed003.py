@@ -17,7 +17,8 @@ from replay_assets.demo.scenarios import seed003
 from replay_assets.demo.seeds import Print, controls, snapshot, table
 from replay_assets.entrypoints.runner import QUIET
 from replay_assets.entrypoints.session import Session
-from replay_assets.storage.evidence.operations import Operations
+from replay_assets.usecases.operations import Operations
+from replay_assets.usecases.status import record_waiting_statuses
 
 STEP_EVENTS = {"STEP_START", "STEP_UP_FOR_RETRY", "STEP_RESTARTED", "STEP_FAILURE", "STEP_SUCCESS"}
 PUBLICATIONS_SQL = """SELECT partition_key, version, content_sha256, reason FROM publications
@@ -72,7 +73,7 @@ def seed003_demo(home: Path, out: Print) -> dict[str, Any]:
     seed003.deliver_current(s.settings.landing)
     before = s.query(PUBLICATIONS_SQL)
     blocked_runs = len(s.run().runs)
-    plan = next(p for p in s.pipeline.record_plan_status().plans if p.load_date == seed003.CURRENT_DATE)
+    plan = next(p for p in record_waiting_statuses(s.pipeline).plans if p.load_date == seed003.CURRENT_DATE)
     blocked = {
         "runs": blocked_runs,
         "status": str(plan.status),

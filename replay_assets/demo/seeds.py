@@ -11,6 +11,9 @@ from replay_assets.core.config import Settings
 from replay_assets.core.manifest import parse_instant
 from replay_assets.demo.scenarios import fixture, seed000, seed001, seed002
 from replay_assets.entrypoints.session import Session
+from replay_assets.usecases.decide import decide
+from replay_assets.usecases.land import land
+from replay_assets.usecases.resolve import resolve
 
 Print = Callable[[str], None]
 ORDERS_SQL = """SELECT order_id, version AS source_version, status, store_id,
@@ -116,7 +119,7 @@ def seed001_demo(home: Path, out: Print) -> dict[str, Any]:
     blocked_summary = s.run()
     blocked = s.query("SELECT status, reason FROM partition_status WHERE partition_key = '2026-09-23'")
     wm_blocked = watermark(s)
-    s.pipeline.resolve("B20260923-CDC-D", "schema v2 is not supported yet; skipped by the demo", "demo")
+    resolve(s.pipeline, "B20260923-CDC-D", "schema v2 is not supported yet; skipped by the demo", "demo")
     s.run()
     resolved = snapshot(s, "2026-09-23")
     s.close()
@@ -223,7 +226,7 @@ def seed002_demo(home: Path, out: Print) -> dict[str, Any]:
 def _unbalanced_day(s: Session) -> dict[str, Any]:
     day = "2026-10-04"
     seed002.deliver_unbalanced_day(s.settings.landing, day)
-    s.pipeline.land(day)
+    land(s.pipeline, day)
     with s.pipeline.warehouse.transaction() as con:  # the deliberate fault: lose the rejection evidence
         con.execute("DELETE FROM rejected_events WHERE batch_id = ?", [f"POS-{day}"])
     summary = s.run()
@@ -241,7 +244,7 @@ def _backfill_over_a_gap(home: Path) -> dict[str, Any]:
     s = Session(settings, home / "dagster")
     seed002.deliver_backfill_case(settings.landing)
     s.run()
-    statuses = {p.load_date: str(p.status) for p in s.pipeline.decide().plans}
+    statuses = {p.load_date: str(p.status) for p in decide(s.pipeline).plans}
     ok = s.backfill_in_process(seed002.BACKFILL["range"], "replay the days after the gap")
     candidates = s.query("""SELECT partition_key, reason, rows_bytes FROM candidates
                             WHERE asset = 'current_orders' ORDER BY partition_key""")

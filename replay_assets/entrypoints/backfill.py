@@ -22,6 +22,7 @@ import dagster as dg
 from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.entrypoints.runner import HEARTBEAT_FRESH_SECONDS
 from replay_assets.entrypoints.session import Session
+from replay_assets.usecases.backfill_note import record_backfill
 
 JOB_OF_ASSET = {
     "raw_receipts": "apply_load_date_job",
@@ -80,7 +81,7 @@ def launch(session: Session, asset: str, first: str, last: str, note: str, opera
         raise ReplayError(
             ErrorCode.NOT_READY, f"dagster job backfill failed: {(done.stderr or done.stdout)[-500:]}"
         )
-    session.pipeline.record_backfill(found.group(1), asset, first, last, note, operator)
+    record_backfill(session.pipeline, found.group(1), asset, first, last, note, operator)
     return found.group(1)
 
 

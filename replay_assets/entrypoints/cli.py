@@ -26,10 +26,13 @@ from replay_assets.core.status import DateStatus
 from replay_assets.definitions import settings_from_environment
 from replay_assets.entrypoints.progress import progress
 from replay_assets.entrypoints.session import Session
-from replay_assets.storage.evidence.operations import Operations
 from replay_assets.storage.landing.deliveries import create_delivery
-from replay_assets.storage.pipeline import Pipeline
 from replay_assets.storage.publish import exports
+from replay_assets.usecases.context import Pipeline
+from replay_assets.usecases.operations import Operations
+from replay_assets.usecases.recover import refresh_published
+from replay_assets.usecases.resolve import resolve
+from replay_assets.usecases.status import record_waiting_statuses
 
 
 def _session(args: argparse.Namespace) -> Session:
@@ -132,8 +135,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     session = _session(args)
     with progress("applying pending load dates and restatements") as report:
         summary = session.run(progress=report)
-    session.pipeline.refresh_published()
-    decision = session.pipeline.record_plan_status()
+    refresh_published(session.pipeline)
+    decision = record_waiting_statuses(session.pipeline)
     problems = [p for p in decision.plans if p.problem]
     applied = sum(1 for p in decision.plans if p.status is DateStatus.APPLIED)
     print(
@@ -162,7 +165,7 @@ def cmd_backfill(args: argparse.Namespace) -> int:
         return 0
     with progress(f"waiting for backfill {backfill_id}") as report:
         outcome = backfill.wait(session, backfill_id, report)
-    session.pipeline.refresh_published()
+    refresh_published(session.pipeline)
     session.close()
     return 0 if all(status == "SUCCESS" for status in outcome.runs.values()) else 1
 
@@ -181,7 +184,7 @@ def cmd_recovery(args: argparse.Namespace) -> int:
             recovery.Action(args.action),
             args.note,
             getpass.getuser(),
-            pipeline.refresh_published,
+            lambda: refresh_published(pipeline),
             pipeline.now(),
         )
         print(f"operation {entry.operation_id[:16]} is {entry.state} (version {entry.version})")
@@ -205,7 +208,7 @@ def cmd_recovery(args: argparse.Namespace) -> int:
 
 def cmd_resolve(args: argparse.Namespace) -> int:
     session = _session(args)
-    session.pipeline.resolve(args.batch_id, args.note, getpass.getuser())
+    resolve(session.pipeline, args.batch_id, args.note, getpass.getuser())
     print(f"batch {args.batch_id}: skip recorded; run `replay-assets run` to apply its load date")
     return 0
 

@@ -14,7 +14,9 @@ import dagster as dg
 
 from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.defs.resources import ReplayResource
-from replay_assets.storage.pipeline import Pipeline
+from replay_assets.usecases.context import Pipeline
+from replay_assets.usecases.recover import finish_in_doubt
+from replay_assets.usecases.sensor_cursors import cursor, save_cursor
 
 SENSORS = ("source_manifest_sensor", "restatement_sensor")
 HEARTBEAT_FRESH_SECONDS = 60
@@ -101,7 +103,7 @@ def run_pending(
     """Evaluate the sensors and execute their requests until none is left. Pending work comes
     from the warehouse; a request that already failed in this invocation is not retried."""
     summary = RunSummary(
-        orphans_failed=fail_orphans(instance), finished_in_doubt=len(pipeline.finish_in_doubt())
+        orphans_failed=fail_orphans(instance), finished_in_doubt=len(finish_in_doubt(pipeline))
     )
     tried: set[str] = set()
     resource = ReplayResource.for_settings(pipeline.settings)
@@ -126,14 +128,14 @@ def _evaluate(
     name: str,
 ) -> list[dg.RunRequest]:
     sensor = defs.resolve_sensor_def(name)
-    cursor = pipeline.cursor(name)
+    current = cursor(pipeline, name)
     with dg.build_sensor_context(
-        instance=instance, cursor=cursor, resources={"replay": resource}, sensor_name=name
+        instance=instance, cursor=current, resources={"replay": resource}, sensor_name=name
     ) as context:
         result = sensor(context)
     if isinstance(result, dg.SensorResult):
-        if result.cursor is not None and result.cursor != cursor:
-            pipeline.save_cursor(name, result.cursor)
+        if result.cursor is not None and result.cursor != current:
+            save_cursor(pipeline, name, result.cursor)
         return list(result.run_requests or [])
     return []
 

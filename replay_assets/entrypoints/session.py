@@ -22,7 +22,8 @@ from replay_assets.entrypoints.runner import (
     run_pending,
 )
 from replay_assets.storage.db.warehouse import query_frame
-from replay_assets.storage.pipeline import Pipeline
+from replay_assets.usecases.backfill_note import record_backfill
+from replay_assets.usecases.context import Pipeline
 
 
 @dataclass
@@ -60,8 +61,14 @@ class Session:
         job = self.defs.resolve_job_def("apply_load_date_job")
         backfill_id = sha256_text(canonical_json([partitions, note]))[:12]
         tags = {"dagster/backfill": backfill_id, "replay/lane": "backfill", "replay/note": note}
-        self.pipeline.record_backfill(
-            backfill_id, "current_orders", partitions[0], partitions[-1], note, getpass.getuser()
+        record_backfill(
+            self.pipeline,
+            backfill_id,
+            "current_orders",
+            partitions[0],
+            partitions[-1],
+            note,
+            getpass.getuser(),
         )
         return [
             job.execute_in_process(

@@ -14,6 +14,8 @@ import pytest
 from replay_assets.core.errors import ReplayError
 from replay_assets.demo.scenarios import seed001
 from replay_assets.entrypoints.cli import main
+from replay_assets.usecases.apply import apply
+from replay_assets.usecases.recover import refresh_published
 from replay_assets_tests.crash.test_kill_matrix import outcome, seed001_batch, session
 from replay_assets_tests.crash.test_random_kills import stderr_of, stopped_run
 from replay_assets_tests.helpers import warehouse_fingerprint
@@ -86,9 +88,9 @@ def assert_held(home: Path, capsys: pytest.CaptureFixture[str], op: str) -> None
     code, _, err = cli(home, capsys, "run")
     assert code == 1 and "REPLAY_COMMIT_UNKNOWN" in err and op[:16] in err
     with pytest.raises(ReplayError, match="REPLAY_COMMIT_UNKNOWN"):
-        s.pipeline.apply(DAY, None)
+        apply(s.pipeline, DAY, None)
     with pytest.raises(ReplayError, match="REPLAY_COMMIT_UNKNOWN"):
-        s.pipeline.refresh_published()
+        refresh_published(s.pipeline)
     assert warehouse_fingerprint(s.pipeline) == before
     s.close()
 

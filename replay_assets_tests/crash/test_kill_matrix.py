@@ -14,6 +14,9 @@ import pytest
 from replay_assets.demo.scenarios import seed000, seed001, seed002
 from replay_assets.entrypoints.session import Session
 from replay_assets.storage.journal import recovery
+from replay_assets.usecases.apply import apply
+from replay_assets.usecases.land import land
+from replay_assets.usecases.recover import refresh_published
 from replay_assets_tests.helpers import settings_for
 
 JOURNAL_POINTS = [
@@ -60,8 +63,8 @@ def late_restatement_publish(home: Path) -> str:
     seed002.deliver_shuffled(s.settings.landing)
     s.run()
     seed002.deliver_replay_and_late(s.settings.landing)
-    s.pipeline.land(seed002.LATE_DAY)
-    s.pipeline.apply(seed002.LATE_DAY, None)  # certified; its restatement of 2026-10-01 is queued
+    land(s.pipeline, seed002.LATE_DAY)
+    apply(s.pipeline, seed002.LATE_DAY, None)  # certified; its restatement of 2026-10-01 is queued
     s.close()
     return seed002.NOW
 
@@ -160,7 +163,7 @@ def test_recovery_apply_completes_an_operation_killed_before_its_evidence(
         recovery.Action.COMPLETE_EVIDENCE,
         "killed before evidence",
         "tester",
-        s.pipeline.refresh_published,
+        lambda: refresh_published(s.pipeline),
         s.pipeline.now(),
     )
     assert entry.state == "COMPLETE"
@@ -171,7 +174,7 @@ def test_recovery_apply_completes_an_operation_killed_before_its_evidence(
             recovery.Action.COMPLETE_EVIDENCE,
             "again",
             "tester",
-            s.pipeline.refresh_published,
+            lambda: refresh_published(s.pipeline),
             s.pipeline.now(),
         )
     s.run()

@@ -6,7 +6,8 @@ import sys
 from pathlib import Path
 
 from replay_assets.demo.scenarios import seed001
-from replay_assets.storage.pipeline import Pipeline
+from replay_assets.usecases.context import Pipeline
+from replay_assets.usecases.land import land
 from replay_assets_tests.helpers import drive, settings_for
 
 APPLY = """
@@ -14,9 +15,10 @@ import json, sys
 from pathlib import Path
 from replay_assets.core.config import Settings
 from replay_assets.core.manifest import parse_instant
-from replay_assets.storage.pipeline import Pipeline
+from replay_assets.usecases.context import Pipeline
+from replay_assets.usecases.apply import apply
 p = Pipeline(Settings(home=Path(sys.argv[1]), fixed_now=parse_instant(sys.argv[2], "now")))
-print(json.dumps({"status": p.apply(sys.argv[3], None).status.value}))
+print(json.dumps({"status": apply(p, sys.argv[3], None).status.value}))
 """
 
 
@@ -25,7 +27,7 @@ def test_the_same_operation_in_two_processes_mutates_once(tmp_path: Path) -> Non
     seed001.deliver_baseline(pipeline.settings.landing)
     drive(pipeline)
     seed001.deliver_cdc(pipeline.settings.landing, "B20260921-CDC-A", "2026-09-21", "2026-09-21T08:12:00Z")
-    pipeline.land("2026-09-21")
+    land(pipeline, "2026-09-21")
     args = [sys.executable, "-c", APPLY, str(tmp_path), seed001.NOW, "2026-09-21"]
     children = [subprocess.Popen(args, stdout=subprocess.PIPE, text=True) for _ in range(2)]
     outputs = [json.loads(child.communicate(timeout=120)[0]) for child in children]

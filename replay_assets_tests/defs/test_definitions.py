@@ -14,7 +14,7 @@ from replay_assets.defs.assets import build_assets
 from replay_assets.defs.resources import ReplayResource
 from replay_assets.demo.scenarios import seed001
 from replay_assets.storage.landing.deliveries import write_delivery
-from replay_assets.storage.pipeline import Pipeline
+from replay_assets.usecases.context import Pipeline
 from replay_assets_tests.helpers import settings_for
 
 
@@ -112,7 +112,7 @@ def test_materializing_a_load_date_before_its_predecessor_is_a_failed_candidate(
 
 
 def test_reverification_checks_recompute_publications_as_of_their_load_date(settings) -> None:  # type: ignore[no-untyped-def]
-    from replay_assets.storage.pipeline import Pipeline
+    from replay_assets.usecases.context import Pipeline
     from replay_assets_tests.helpers import drive
 
     pipeline = Pipeline(settings)

@@ -25,6 +25,7 @@ from replay_assets.entrypoints.cli import main
 from replay_assets.entrypoints.runner import PROJECT_INSTANCE_CONFIG
 from replay_assets.entrypoints.session import Session
 from replay_assets.storage.landing.deliveries import write_delivery
+from replay_assets.usecases.publish import pending_restatements
 from replay_assets_tests.helpers import settings_for
 
 PROJECT = Path(__file__).resolve().parents[2]
@@ -266,7 +267,7 @@ def test_backfills_and_current_loads_together_stay_in_their_lanes(
 def _queue_empty(home: Path) -> bool:
     s = Session(settings_for(home, NOW), home / "dagster")
     try:
-        ranges, _ = s.pipeline.pending_restatements(timeout=1)
+        ranges, _ = pending_restatements(s.pipeline, timeout=1)
         return not ranges
     except ReplayError as error:
         if error.code is not ErrorCode.WAREHOUSE_BUSY:

@@ -16,8 +16,8 @@ from replay_assets.demo.seed003 import session_at, step_trace
 from replay_assets.entrypoints.runner import PROJECT_INSTANCE_CONFIG
 from replay_assets.entrypoints.session import Session
 from replay_assets.storage.db.warehouse import Warehouse
-from replay_assets.storage.pipeline import Pipeline
 from replay_assets.storage.publish import certify
+from replay_assets.usecases.context import Pipeline
 from replay_assets_tests.helpers import settings_for
 
 

@@ -10,7 +10,8 @@ from replay_assets.definitions import build_definitions, settings_from_environme
 from replay_assets.demo.scenarios import seed001
 from replay_assets.entrypoints.runner import instance_for
 from replay_assets.storage.landing.deliveries import write_delivery
-from replay_assets.storage.pipeline import Pipeline
+from replay_assets.usecases.context import Pipeline
+from replay_assets.usecases.land import land
 
 
 def apply_job() -> dg.JobDefinition:
@@ -29,7 +30,7 @@ def test_a_run_retry_is_gated_like_the_first_run(tmp_path: Path, monkeypatch: py
     instance = instance_for(tmp_path / "dagster")
     job = dg.reconstructable(apply_job)
     assert dg.execute_job(job, instance, tags={"dagster/partition": "2026-09-20"}).success
-    pipeline.land("2026-09-21")
+    land(pipeline, "2026-09-21")
     with pipeline.warehouse.transaction() as con:
         con.execute("DELETE FROM rejected_events WHERE batch_id = 'BROKEN'")
     first = dg.execute_job(job, instance, tags={"dagster/partition": "2026-09-21"}, raise_on_error=False)

@@ -18,7 +18,12 @@ import pytest
 from replay_assets.core.errors import ErrorCode, RejectReason, ReplayError, Violation
 from replay_assets.core.status import DateStatus
 from replay_assets.storage.landing.deliveries import write_delivery
-from replay_assets.storage.pipeline import Pipeline
+from replay_assets.usecases.apply import apply
+from replay_assets.usecases.context import Pipeline
+from replay_assets.usecases.decide import decide
+from replay_assets.usecases.land import land
+from replay_assets.usecases.resolve import resolve
+from replay_assets.usecases.status import record_waiting_statuses
 from replay_assets_tests.helpers import drive, settings_for
 
 NOW = "2026-01-10T12:00:00Z"  # business dates up to 2026-01-11 are in range (tolerance 1 day)
@@ -104,7 +109,7 @@ def rows(p: Pipeline, sql: str, params: list[object] | None = None) -> list[tupl
 
 
 def statuses(p: Pipeline) -> dict[str, tuple[DateStatus, str]]:
-    return {plan.load_date: (plan.status, plan.reason) for plan in p.decide().plans}
+    return {plan.load_date: (plan.status, plan.reason) for plan in decide(p).plans}
 
 
 def consumer_orders(p: Pipeline) -> dict[str, tuple[int, str, int | None]]:
@@ -325,7 +330,7 @@ def test_batch_violation_blocks_the_load_date_until_resolved(tmp_path: Path, cas
     else:
         assert rule.value in status[D2][1] and bad_event in status[D2][1]
     assert status[D3][0] is DateStatus.DELAYED
-    assert p.decide().next is None
+    assert decide(p).next is None
     got_status, reason = partition_status(p, D2)
     assert got_status == "BLOCKED" and reason == status[D2][1]
     violations = rows(p, "SELECT batch_id, load_date, event_id, rule, source_file FROM batch_violations")
@@ -335,11 +340,11 @@ def test_batch_violation_blocks_the_load_date_until_resolved(tmp_path: Path, cas
     assert reconciliation(p)["B2"] == (D2, 1 + len(bad_lines), 0, 0, 0, 0, "BLOCKED")
     # asking again does not apply it either
     with pytest.raises(ReplayError):
-        p.apply(D2, None)
+        apply(p, D2, None)
     assert facts(p) == before
 
     # the operator skips the batch (audited); D2 and D3 apply, nothing of B2 does
-    p.resolve("B2", "upstream re-sends next week", "alice")
+    resolve(p, "B2", "upstream re-sends next week", "alice")
     assert rows(p, "SELECT batch_id, action, note, operator FROM batch_resolutions") == [
         ("B2", "skip", "upstream re-sends next week", "alice")
     ]
@@ -394,7 +399,7 @@ def test_a_blocked_restatement_of_the_latest_date_applies_nothing(tmp_path: Path
     assert partition_status(p, D1)[0] == "BLOCKED"
     assert reconciliation(p)["B1-BAD"] == (D1, 1, 0, 0, 0, 0, "BLOCKED")
     # the operator skips it: D1 is as applied before, and D2 applies
-    p.resolve("B1-BAD", "bad correction", "alice")
+    resolve(p, "B1-BAD", "bad correction", "alice")
     assert drive(p)[0] == f"apply {D2}: APPLIED"
     assert consumer_orders(p) == {"o1": (1, "active", 100), "o2": (3, "active", 100)}
 
@@ -405,7 +410,7 @@ def test_a_blocked_restatement_is_reported_blocked_and_later_dates_delayed(tmp_p
     status = statuses(p)
     assert status[D1][0] is DateStatus.BLOCKED
     assert status[D2][0] is DateStatus.DELAYED
-    assert p.decide().next is None
+    assert decide(p).next is None
 
 
 # --------------------------------------------------------------------------- not ready
@@ -425,15 +430,15 @@ def test_sha256_mismatch_is_blocked_upstream_naming_the_file_and_lands_nothing(t
     _corrupt_same_size(p.settings.landing / SOURCE / D1 / "B1.jsonl")
 
     # the cheap check (present, size) passes: the date looks ready until landing verifies it
-    assert p.decide().next is not None
+    assert decide(p).next is not None
     with pytest.raises(ReplayError) as not_ready:
-        p.land(D1)
+        land(p, D1)
     assert not_ready.value.code is ErrorCode.NOT_READY
     assert "B1.jsonl" in str(not_ready.value) and "sha256" in str(not_ready.value)
 
     status, reason = statuses(p)[D1]
     assert status is DateStatus.BLOCKED_UPSTREAM and "B1.jsonl" in reason
-    assert p.decide().next is None
+    assert decide(p).next is None
     assert partition_status(p, D1)[0] == "BLOCKED_UPSTREAM"
     for table in ("manifests", "raw_receipts", "staged_events", "rejected_events", "load_dates"):
         assert rows(p, f"SELECT count(*) FROM {table}") == [(0,)], table
@@ -447,7 +452,7 @@ def test_a_corrected_file_makes_the_date_ready_again(tmp_path: Path) -> None:
     data = p.settings.landing / SOURCE / D1 / "B1.jsonl"
     good = _corrupt_same_size(data)
     with pytest.raises(ReplayError):
-        p.land(D1)
+        land(p, D1)
     data.write_bytes(good)  # the source re-copies the file its manifest describes
     assert statuses(p)[D1][0] is DateStatus.READY
     assert drive(p)[0] == f"apply {D1}: APPLIED"
@@ -463,7 +468,7 @@ def test_missing_data_file_is_blocked_upstream_naming_the_file(tmp_path: Path) -
     assert status[D1][0] is DateStatus.APPLIED
     assert status[D2][0] is DateStatus.BLOCKED_UPSTREAM and "B2.jsonl" in status[D2][1]
     with pytest.raises(ReplayError) as not_ready:
-        p.land(D2)
+        land(p, D2)
     assert not_ready.value.code is ErrorCode.NOT_READY
     assert rows(p, "SELECT batch_id FROM manifests") == [("B1",)]
 
@@ -475,14 +480,14 @@ def test_ready_at_in_the_future_is_blocked_upstream_until_it_passes(tmp_path: Pa
     deliver(p, D3, "B3", [event(3, "o3")])
     assert drive(p) == [f"apply {D1}: APPLIED", "publish 2026-01-01..2026-01-01"]
 
-    decision = p.decide()
+    decision = decide(p)
     plans = {plan.load_date: plan for plan in decision.plans}
     assert plans[D2].status is DateStatus.BLOCKED_UPSTREAM
     assert "ready_at" in plans[D2].reason and "B2" in plans[D2].reason
     assert plans[D3].status is DateStatus.DELAYED
     assert decision.next is None
     with pytest.raises(ReplayError) as not_ready:
-        p.land(D2)
+        land(p, D2)
     assert not_ready.value.code is ErrorCode.NOT_READY
     assert rows(p, "SELECT batch_id FROM manifests") == [("B1",)]
     assert consumer_orders(p) == {"o1": (1, "active", 100)}
@@ -498,20 +503,20 @@ def test_ready_at_in_the_future_is_blocked_upstream_until_it_passes(tmp_path: Pa
 def test_same_batch_id_with_other_content_after_landing_fails_closed(tmp_path: Path) -> None:
     p = make_pipeline(tmp_path)
     deliver(p, D1, "B1", [event(1, "o1")])
-    landed = p.land(D1)
+    landed = land(p, D1)
     assert [(x.batch_id, x.new) for x in landed] == [("B1", True)]
 
     deliver(p, D1, "B1", [event(1, "o1"), event(2, "o2")])  # overwrites the manifest and the file
     status, reason = statuses(p)[D1]
     assert status is DateStatus.BLOCKED
     assert "REPLAY_BATCH_ID_REUSED" in reason and "B1" in reason
-    assert p.decide().next is None
+    assert decide(p).next is None
     assert drive(p) == []
     with pytest.raises(ReplayError) as refused:
-        p.apply(D1, None)
+        apply(p, D1, None)
     assert "REPLAY_BATCH_ID_REUSED" in str(refused.value)
 
-    p.record_plan_status()
+    record_waiting_statuses(p)
     got_status, got_reason = partition_status(p, D1)
     assert got_status == "BLOCKED" and "REPLAY_BATCH_ID_REUSED" in got_reason
     # nothing from it applied; the raw evidence is the first landing's, untouched
@@ -548,7 +553,7 @@ def test_missing_load_date_delays_later_dates_and_consumers_keep_the_last_certif
     deliver(p, D3, "B3", [event(3, "o3"), event(4, "o1", version=4, amount_minor=400)])
     assert drive(p) == [f"apply {D1}: APPLIED", "publish 2026-01-01..2026-01-01"]
 
-    decision = p.record_plan_status()
+    decision = record_waiting_statuses(p)
     status = {plan.load_date: plan for plan in decision.plans}
     assert status[D2].status is DateStatus.MISSING and SOURCE in status[D2].reason
     assert status[D3].status is DateStatus.DELAYED
@@ -556,7 +561,7 @@ def test_missing_load_date_delays_later_dates_and_consumers_keep_the_last_certif
     assert partition_status(p, D2)[0] == "MISSING"
     assert partition_status(p, D3)[0] == "DELAYED"
     with pytest.raises(ReplayError):
-        p.apply(D3, None)
+        apply(p, D3, None)
     # consumers keep D1
     assert rows(p, "SELECT value FROM pointers") == [(D1,)]
     assert consumer_orders(p) == {"o1": (1, "active", 100)}
@@ -588,15 +593,15 @@ def test_late_delivery_for_a_sealed_date_changes_nothing(tmp_path: Path) -> None
     deliver(p, D1, "B1-LATE", [event(3, "o1", version=3, amount_minor=300)], ready_at=f"{D1}T23:00:00Z")
     status, reason = statuses(p)[D1]
     assert status is DateStatus.LATE_DELIVERY and "REPLAY_LOAD_DATE_SEALED" in reason
-    assert p.decide().next is None
+    assert decide(p).next is None
     assert drive(p) == []
     with pytest.raises(ReplayError):
-        p.apply(D1, None)
+        apply(p, D1, None)
     with pytest.raises(ReplayError):
-        p.land(D1)
+        land(p, D1)
     assert facts(p) == before
     assert consumer_orders(p) == {"o1": (1, "active", 100), "o2": (2, "active", 100)}
-    p.record_plan_status()
+    record_waiting_statuses(p)
     assert partition_status(p, D1)[0] == "LATE_DELIVERY"
 
 
@@ -671,8 +676,8 @@ def test_redelivering_the_identical_manifest_is_a_no_op(tmp_path: Path) -> None:
     assert all(status is DateStatus.APPLIED for status, _ in statuses(p).values())
     assert drive(p) == []
     # landing and applying again by hand are no-ops too
-    assert [x.new for x in p.land(D2)] == [False]
-    assert p.apply(D2, None).status == "APPLIED"  # the journal's recorded result: nothing mutated again
+    assert [x.new for x in land(p, D2)] == [False]
+    assert apply(p, D2, None).status == "APPLIED"  # the journal's recorded result: nothing mutated again
     assert facts(p) == before
     assert reconciliation(p) == recon
     assert rows(p, "SELECT count(*) FROM raw_receipts") == receipts

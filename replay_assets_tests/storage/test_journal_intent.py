@@ -12,7 +12,10 @@ from replay_assets.core.journal import intent_digest
 from replay_assets.demo.scenarios import seed001
 from replay_assets.storage.journal import executor as journal
 from replay_assets.storage.journal.identities import apply_operation
-from replay_assets.storage.pipeline import Pipeline
+from replay_assets.usecases.apply import apply
+from replay_assets.usecases.context import Pipeline
+from replay_assets.usecases.decide import decide
+from replay_assets.usecases.land import land
 from replay_assets_tests.helpers import drive, settings_for, warehouse_fingerprint
 
 DAY = "2026-09-21"
@@ -26,7 +29,7 @@ def pipeline(tmp_path: Path) -> Pipeline:
     seed001.deliver_baseline(p.settings.landing)
     drive(p)
     seed001.deliver_cdc(p.settings.landing, "B20260921-CDC-A", "2026-09-21", "2026-09-21T08:12:00Z")
-    p.land(DAY)
+    land(p, DAY)
     return p
 
 
@@ -71,7 +74,7 @@ def test_applying_a_load_date_whose_operation_id_holds_another_intent_changes_no
 ) -> None:
     """An entry recorded under DAY's operation id with another intent (e.g. by a build whose intent
     normalisation differs): applying DAY refuses; its history, fence and that entry stay as they were."""
-    plan = next(p for p in pipeline.decide().plans if p.load_date == DAY)
+    plan = next(p for p in decide(pipeline).plans if p.load_date == DAY)
     with pipeline.warehouse.transaction() as con:
         op = apply_operation(con, plan)
         other = journal.Operation(
@@ -80,7 +83,7 @@ def test_applying_a_load_date_whose_operation_id_holds_another_intent_changes_no
         recorded = journal.create_or_get(con, other, "another-build", pipeline.now())
     before = warehouse_fingerprint(pipeline)
     with pytest.raises(ReplayError) as raised:
-        pipeline.apply(DAY, None)
+        apply(pipeline, DAY, None)
     assert raised.value.code is ErrorCode.COMMIT_INTENT_CONFLICT
     assert warehouse_fingerprint(pipeline) == before
     with pipeline.warehouse.connect() as con:

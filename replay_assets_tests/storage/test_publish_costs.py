@@ -4,7 +4,11 @@ import datetime as dt
 from pathlib import Path
 
 from replay_assets.demo.scenarios import seed001
-from replay_assets.storage.pipeline import Pipeline
+from replay_assets.usecases.apply import apply
+from replay_assets.usecases.context import Pipeline
+from replay_assets.usecases.land import land
+from replay_assets.usecases.operations import Operations
+from replay_assets.usecases.publish import pending_restatements, publish
 from replay_assets_tests.helpers import settings_for
 
 
@@ -16,14 +20,14 @@ def _dates(start: str, end: str) -> list[str]:
 def test_failed_aggregate_candidates_count_their_bytes_in_the_publish_cost(tmp_path: Path) -> None:
     pipeline = Pipeline(settings_for(tmp_path, seed001.NOW))
     seed001.deliver_baseline(pipeline.settings.landing)
-    pipeline.land(seed001.BASELINE_DATE)
-    pipeline.apply(seed001.BASELINE_DATE, "run-apply")
+    land(pipeline, seed001.BASELINE_DATE)
+    apply(pipeline, seed001.BASELINE_DATE, "run-apply")
     with pipeline.warehouse.transaction() as con:  # evidence that no longer adds up
         con.execute(
             "UPDATE reconciliation SET accepted = accepted - 1 WHERE load_date = ?", [seed001.BASELINE_DATE]
         )
-    [(start, end)], _ = pipeline.pending_restatements()
-    published = pipeline.publish(_dates(start, end), "run-publish")
+    [(start, end)], _ = pending_restatements(pipeline)
+    published = publish(pipeline, _dates(start, end), "run-publish")
     assert published and not any(p.certified for p in published)
     kept = sum(f.stat().st_size for f in (tmp_path / "candidates" / "daily_aggregates").rglob("*.parquet"))
     with pipeline.warehouse.connect() as con:
@@ -36,4 +40,4 @@ def test_failed_aggregate_candidates_count_their_bytes_in_the_publish_cost(tmp_p
         ).fetchall()
     assert recorded == [(kept,)] and kept > 0
     assert costs == [(f"{start}..{end}", kept)]
-    assert pipeline.run_costs("run-publish", "publish")["candidate_bytes"] == kept
+    assert Operations(pipeline).run_costs("run-publish", "publish")["candidate_bytes"] == kept

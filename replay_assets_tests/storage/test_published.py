@@ -10,7 +10,8 @@ import pytest
 
 from replay_assets.demo.scenarios import seed001
 from replay_assets.entrypoints.session import Session
-from replay_assets.storage.pipeline import Pipeline
+from replay_assets.usecases.context import Pipeline
+from replay_assets.usecases.recover import refresh_published
 from replay_assets_tests.helpers import drive, settings_for
 
 READER = """
@@ -119,7 +120,7 @@ def test_new_views_replace_published_duckdb_while_a_reader_holds_it(tmp_path: Pa
     reader = duckdb.connect(str(tmp_path / "published.duckdb"), read_only=True)
     for marker in (tmp_path / "published").glob(".views-v*"):
         marker.unlink()  # as in a home whose views are of an older version
-    pipeline.refresh_published()
+    refresh_published(pipeline)
     assert list((tmp_path / "published").glob(".views-v*"))
     assert reader.execute("SELECT count(*) FROM current_orders WHERE status = 'active'").fetchall() == [(8,)]
     reader.close()

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.demo.scenarios import seed001
 from replay_assets.storage.landing.deliveries import write_delivery
-from replay_assets.storage.pipeline import Pipeline
+from replay_assets.usecases.apply import apply
+from replay_assets.usecases.context import Pipeline
 from replay_assets_tests.helpers import drive, settings_for
 
 
@@ -29,7 +30,7 @@ def test_rematerializing_an_applied_date_is_verified_and_writes_nothing(tmp_path
     with pipeline.warehouse.connect() as con:
         before = con.execute("SELECT count(*), max(applied_at) FROM load_dates").fetchall()
     for day in ("2026-09-20", "2026-09-21"):  # verified against raw, then the recorded result returns
-        assert pipeline.apply(day, None).status == "APPLIED"
+        assert apply(pipeline, day, None).status == "APPLIED"
     with pipeline.warehouse.connect() as con:
         assert con.execute("SELECT count(*), max(applied_at) FROM load_dates").fetchall() == before
 
@@ -39,7 +40,7 @@ def test_rematerializing_a_date_whose_history_was_tampered_fails_closed(tmp_path
     with pipeline.warehouse.transaction() as con:
         con.execute("UPDATE order_history SET amount_minor = 1 WHERE load_date = '2026-09-21'")
     with pytest.raises(ReplayError) as err:
-        pipeline.apply("2026-09-21", None)
+        apply(pipeline, "2026-09-21", None)
     assert err.value.code is ErrorCode.HISTORY_DIVERGED
 
 
@@ -96,7 +97,7 @@ def test_a_drifted_snapshot_record_is_repaired_by_a_repair_operation(tmp_path: P
         )
         later = con.execute("""SELECT version, content_sha256 FROM publications
                                WHERE asset = 'current_orders' AND partition_key = '2026-09-21'""").fetchall()
-    result = pipeline.apply("2026-09-20", None, sealed_ok=True)
+    result = apply(pipeline, "2026-09-20", None, sealed_ok=True)
     assert result.controls is not None and result.controls.as_tuple() == (8, 5, 10, 690, 425, 265)
     with pipeline.warehouse.connect() as con:
         snapshot = con.execute("""SELECT cost_minor, gross_profit_minor FROM snapshots
@@ -112,7 +113,7 @@ def test_a_drifted_snapshot_record_is_repaired_by_a_repair_operation(tmp_path: P
     assert snapshot == [(425, 265)]
     assert [v for v, _ in versions] == [1, 2] and versions[1][1].startswith("repaired:")
     assert kinds == [("repair_apply_load_date", "COMPLETE")]
-    pipeline.apply("2026-09-20", None, sealed_ok=True)  # the repaired target matches: nothing new
+    apply(pipeline, "2026-09-20", None, sealed_ok=True)  # the repaired target matches: nothing new
     with pipeline.warehouse.connect() as con:
         assert con.execute("""SELECT count(*) FROM publications WHERE asset = 'current_orders'
                               AND partition_key = '2026-09-20'""").fetchall() == [(2,)]

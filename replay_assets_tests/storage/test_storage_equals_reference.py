@@ -23,7 +23,7 @@ from replay_assets.core.aggregate import aggregate_images
 from replay_assets.core.events import ValidationContext
 from replay_assets.core.state import Batch, Counts, Row, apply_load_date
 from replay_assets.storage.landing.deliveries import write_delivery
-from replay_assets.storage.pipeline import Pipeline
+from replay_assets.usecases.context import Pipeline
 from replay_assets_tests.core.strategies import deliveries, histories, truth
 from replay_assets_tests.helpers import drive, settings_for
 

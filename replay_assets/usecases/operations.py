@@ -11,9 +11,11 @@ from replay_assets.core.slo import Slo
 from replay_assets.core.status import PartitionStatus
 from replay_assets.storage.db.warehouse import one, query_frame
 from replay_assets.storage.evidence import attempts as service
+from replay_assets.storage.evidence.costs import run_costs as costs_of_run
 from replay_assets.storage.evidence.status import set_status
-from replay_assets.storage.pipeline import Decision, Pipeline
 from replay_assets.storage.publish import exports, reverify
+from replay_assets.usecases.context import Pipeline
+from replay_assets.usecases.decide import Decision, read_decision
 
 RECONCILE_SQL = """
     SELECT load_date, sum(source_events) AS source_events, sum(accepted) AS accepted,
@@ -89,13 +91,18 @@ class Operations:
     def status_report(self) -> tuple[Decision, dict[str, list[dict[str, Any]]]]:
         """Read-only: the last committed state through the reader, with the waiting load dates'
         live statuses overlaid (what the next ``run`` records); never the writer lock, never a write."""
-        decision = self.pipeline.read_decision()
+        decision = read_decision(self.pipeline)
         with self.pipeline.reader.read() as con:
             report = exports.status_report(con)
         report["partitions"] = with_waiting_statuses(
             report["partitions"], decision.plans, self.pipeline.now()
         )
         return decision, report
+
+    def run_costs(self, run_id: str, step: str) -> dict[str, float]:
+        """Cost evidence of one step of one run, for asset metadata."""
+        with self.pipeline.warehouse.connect() as con:
+            return costs_of_run(con, run_id, step)
 
     def consumer_update(self, partition: str) -> list[str]:
         """The factual update a consumer of one partition needs, in their terms (read-only)."""

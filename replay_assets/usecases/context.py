@@ -1,0 +1,29 @@
+"""The explicit ports of one home that every use case takes: its settings, its clock (the real
+one, or a virtual one that only advances, for tests and the demo) and the warehouse writer and
+reader (``storage/ports.py``)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from replay_assets.core.config import Settings
+from replay_assets.storage.db.clock import VirtualClock, real_now, sleep_real
+from replay_assets.storage.db.warehouse import Warehouse, WarehouseReader
+
+
+class Pipeline:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.clock = VirtualClock(settings.home, settings.fixed_now) if settings.fixed_now else None
+        self.warehouse = Warehouse(settings.home, settings.lock_timeout_seconds)
+        self.reader = WarehouseReader(settings.home, settings.lock_timeout_seconds)
+
+    def now(self) -> dt.datetime:
+        return self.clock.now() if self.clock else real_now()
+
+    def sleep(self, seconds: float) -> None:
+        """Wait on the pipeline's clock (the virtual one only advances)."""
+        if self.clock:
+            self.clock.sleep(seconds)
+        else:
+            sleep_real(seconds)

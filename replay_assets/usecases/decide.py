@@ -1,0 +1,66 @@
+"""What applies next and why the rest waits: the landing area and the warehouse's facts, planned
+by the core (``core/plan.py``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import duckdb
+
+from replay_assets.core.errors import ErrorCode, ReplayError
+from replay_assets.core.plan import DatePlan, next_to_apply, plan_load_dates
+from replay_assets.core.status import DateStatus
+from replay_assets.storage.apply.facts import warehouse_facts
+from replay_assets.storage.landing import area as landing_area
+from replay_assets.usecases.context import Pipeline
+
+# DELAYED is applicable on purpose: a manual or backfill run of a date whose predecessor is not
+# certified becomes a failed candidate (MISSING_UPSTREAM_LOAD_DATE), never a silent refusal.
+APPLICABLE = frozenset({DateStatus.READY, DateStatus.RESTATE, DateStatus.APPLIED, DateStatus.DELAYED})
+
+
+@dataclass(frozen=True)
+class Decision:
+    plans: list[DatePlan]
+    next: DatePlan | None
+    unreadable: list[str]  # manifests that cannot be read, each naming its file and reason
+
+
+def decide_with(
+    pipeline: Pipeline, con: duckdb.DuckDBPyConnection
+) -> tuple[Decision, dict[str, landing_area.Seen]]:
+    """Readable manifests are kept by their content hash (never by batch id alone: a batch
+    id used twice must be seen twice, so the plan can fail the second use closed); an
+    unreadable one in a load-date folder is a delivery that is not ready, so its date
+    waits instead of applying without it."""
+    settings = pipeline.settings
+    landing = settings.landing
+    seen = landing_area.scan(landing, settings.limits)
+    unreadable = [f"{s.path.relative_to(landing)}: {s.error}" for s in seen if s.error]
+    by_sha = {s.manifest.sha256: s for s in seen if s.manifest}
+    now = pipeline.now()
+    deliveries = [landing_area.to_delivery(s, now, settings.limits) for s in by_sha.values()]
+    blocked = (landing_area.unreadable_delivery(s, landing) for s in seen if s.error)
+    deliveries += [d for d in blocked if d is not None]
+    window = (settings.load_date_start, now.date().isoformat())
+    plans = plan_load_dates(deliveries, warehouse_facts(con), window, settings.sources)
+    return Decision(plans, next_to_apply(plans), unreadable), by_sha
+
+
+def decide(pipeline: Pipeline, timeout: float | None = None) -> Decision:
+    """What applies next and why the rest waits; ``timeout=0`` for sensors (never wait)."""
+    with pipeline.warehouse.connect(timeout) as con:
+        return decide_with(pipeline, con)[0]
+
+
+def read_decision(pipeline: Pipeline) -> Decision:
+    """The decision from the last committed state, through the reader (no writer lock)."""
+    with pipeline.reader.read() as con:
+        return decide_with(pipeline, con)[0]
+
+
+def plan_for(decision: Decision, load_date: str) -> DatePlan:
+    for plan in decision.plans:
+        if plan.load_date == load_date:
+            return plan
+    raise ReplayError(ErrorCode.NOT_READY, f"load date {load_date} has no delivery")

@@ -1,0 +1,84 @@
+"""Landing a load date: every active batch's files read once as a stream and checked against
+its manifest (sha256, counts) in the same pass, in one writer transaction."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import duckdb
+
+from replay_assets.core.errors import ErrorCode, ReplayError
+from replay_assets.core.events import ValidationContext
+from replay_assets.core.manifest import Manifest
+from replay_assets.core.status import PartitionStatus
+from replay_assets.storage.apply.facts import record_attempt
+from replay_assets.storage.evidence.costs import measure, record_cost
+from replay_assets.storage.landing import area as landing_area
+from replay_assets.storage.landing.ingest import Landed, land_batch
+from replay_assets.usecases.context import Pipeline
+from replay_assets.usecases.decide import APPLICABLE, decide_with, plan_for
+
+
+def land(pipeline: Pipeline, load_date: str, run_id: str | None = None) -> list[Landed]:
+    """Land every active batch of the load date. A mismatch rolls everything back, records
+    BLOCKED_UPSTREAM naming the file and lands nothing."""
+    try:
+        with pipeline.warehouse.transaction() as con:
+            decision, by_sha = decide_with(pipeline, con)
+            plan = plan_for(decision, load_date)
+            if plan.status not in APPLICABLE:
+                raise ReplayError(
+                    ErrorCode.NOT_READY, f"load date {load_date} is {plan.status}: {plan.reason}"
+                )
+            return [
+                _land_batch(pipeline, con, by_sha[d.manifest_sha256], load_date, run_id) for d in plan.batches
+            ]
+    except landing_area.DeliveryMismatch as mismatch:
+        problem = str(mismatch)
+    with pipeline.warehouse.transaction() as con:
+        decision, _ = decide_with(pipeline, con)
+        plan = plan_for(decision, load_date)
+        record_attempt(con, plan, PartitionStatus.BLOCKED_UPSTREAM, problem, pipeline.now())
+    raise ReplayError(ErrorCode.NOT_READY, f"load date {load_date}: {problem}")
+
+
+def _land_batch(
+    pipeline: Pipeline,
+    con: duckdb.DuckDBPyConnection,
+    seen: landing_area.Seen,
+    load_date: str,
+    run_id: str | None,
+) -> Landed:
+    manifest = seen.manifest
+    assert manifest is not None
+    files = landing_area.delivery_files(seen.path.parent, manifest)
+    try:
+        with measure() as cost:
+            batch = land_batch(con, manifest, files, validation_context(pipeline, manifest), pipeline.now())
+    except landing_area.DeliveryMismatch as mismatch:
+        raise landing_area.DeliveryMismatch(f"batch {manifest.batch_id}: {mismatch}") from mismatch
+    if batch.new:
+        record_cost(
+            con,
+            run_id=run_id,
+            step="land",
+            partition_key=load_date,
+            cost=cost,
+            now=pipeline.now(),
+            batch_id=batch.batch_id,
+            events=batch.source_events,
+            bytes_read=batch.bytes_read,
+            rows_written=2 * batch.source_events,
+        )
+    return batch
+
+
+def validation_context(pipeline: Pipeline, manifest: Manifest) -> ValidationContext:
+    settings = pipeline.settings
+    return ValidationContext(
+        dt.date.fromisoformat(settings.business_date_start),
+        settings.business_date_end(pipeline.now()),
+        manifest.seq_low,
+        manifest.seq_high,
+        settings.limits.line_bytes,
+    )

@@ -1,0 +1,65 @@
+"""Publishing daily aggregates: the queued business dates gated and published as of the
+certified pointer, as a journaled operation, so the same dates on the same certified state
+publish once, whatever retries happen."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import duckdb
+
+from replay_assets.core.events import canonical_json, sha256_text
+from replay_assets.storage.apply.facts import contiguous_ranges
+from replay_assets.storage.evidence.costs import measure, record_cost
+from replay_assets.storage.journal import executor as journal
+from replay_assets.storage.journal.identities import publications_digest, publish_operation
+from replay_assets.storage.publish.aggregates import Published, publish_aggregates
+from replay_assets.usecases.context import Pipeline
+from replay_assets.usecases.recover import refresh_published
+
+
+def publish(pipeline: Pipeline, business_dates: list[str], run_id: str | None) -> list[Published]:
+    dates = sorted(business_dates)
+    with pipeline.warehouse.connect() as con:
+        op = publish_operation(con, dates)
+
+    def mutate(con: duckdb.DuckDBPyConnection) -> tuple[dict[str, Any], str | None]:
+        with measure() as cost:
+            published = publish_aggregates(con, pipeline.settings.home, dates, run_id, pipeline.now())
+        key = f"{dates[0]}..{dates[-1]}" if dates else ""
+        record_cost(
+            con,
+            run_id=run_id,
+            step="publish",
+            partition_key=key,
+            cost=cost,
+            now=pipeline.now(),
+            rows_written=sum(p.rows for p in published),
+            candidate_bytes=sum(p.candidate_bytes for p in published),
+        )
+        return {"published": [p.to_record() for p in published]}, publications_digest(con, dates)
+
+    record = journal.execute(
+        pipeline.warehouse,
+        op,
+        mutate,
+        lambda: refresh_published(pipeline),
+        lambda con, _: publications_digest(con, dates),
+        pipeline.now,
+        pipeline.settings.fail_point,
+    )
+    return [Published.from_record(r) for r in record["published"]]
+
+
+def pending_restatements(
+    pipeline: Pipeline, timeout: float | None = None
+) -> tuple[list[tuple[str, str]], str]:
+    """Contiguous ranges of business dates with queued groups, and a key for the queue state."""
+    with pipeline.warehouse.connect(timeout) as con:
+        rows = con.execute("""
+            SELECT business_date, store_id, load_date, CAST(queued_at AS VARCHAR)
+            FROM restatement_queue WHERE released_at IS NULL
+              AND load_date <= (SELECT max(value) FROM pointers WHERE name = 'published_load_date')
+            ORDER BY 1, 2, 3""").fetchall()
+    dates = sorted({r[0] for r in rows})
+    return contiguous_ranges(dates), sha256_text(canonical_json([list(r) for r in rows]))

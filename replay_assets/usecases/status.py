@@ -1,0 +1,26 @@
+"""Recording the live status of every waiting load date (MISSING, DELAYED, ...) in
+``partition_status``: what ``run`` does after applying. ``status`` computes the same rows
+read-only (``Operations.status_report``)."""
+
+from __future__ import annotations
+
+from replay_assets.core.status import WAITING_PARTITION_STATUS
+from replay_assets.storage.evidence.status import set_status
+from replay_assets.usecases.context import Pipeline
+from replay_assets.usecases.decide import Decision, decide_with
+
+
+def record_waiting_statuses(pipeline: Pipeline) -> Decision:
+    with pipeline.warehouse.transaction() as con:
+        decision, _ = decide_with(pipeline, con)
+        for plan in decision.plans:
+            if plan.status in WAITING_PARTITION_STATUS:
+                set_status(
+                    con,
+                    "current_orders",
+                    [plan.load_date],
+                    WAITING_PARTITION_STATUS[plan.status],
+                    plan.reason,
+                    pipeline.now(),
+                )
+        return decision
