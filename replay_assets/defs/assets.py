@@ -1,14 +1,13 @@
 """The assets. Each body is wiring: call the pipeline, describe the outcome for the UI."""
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
 
 import dagster as dg
 
 from replay_assets.core.config import Settings
 from replay_assets.core.errors import ErrorCode, ReplayError
-from replay_assets.core.gate import Check, CheckOutcome
+from replay_assets.core.gate import Check
 from replay_assets.core.lanes import BACKFILL, lane_for
 from replay_assets.defs import evidence
 from replay_assets.defs.partitions import business_date_partitions, load_date_partitions
@@ -66,29 +65,6 @@ GATE_TEXT = {
 }
 
 
-def _results(asset: str, outcomes: Sequence[tuple[str, CheckOutcome]]) -> list[dg.AssetCheckResult]:
-    """One result per check; over several partitions it passes only if it passed on each."""
-    results = []
-    for check in Check:
-        mine = [(key, o) for key, o in outcomes if o.check is check]
-        failed = [(key, o) for key, o in mine if not o.passed]
-        meta: dict[str, Any] = dict(mine[0][1].metadata) if len(mine) == 1 else {"partitions": len(mine)}
-        if failed:
-            meta["failing_partitions"] = ", ".join(key for key, _ in failed[:10])
-        summary = failed[0][1].summary if failed else (mine[0][1].summary if mine else "")
-        results.append(
-            dg.AssetCheckResult(
-                asset_key=asset,
-                check_name=check.value,
-                passed=not failed,
-                severity=dg.AssetCheckSeverity.ERROR,
-                metadata=meta,
-                description=summary,
-            )
-        )
-    return results
-
-
 def _fail(error: ReplayError) -> Exception:
     """How a step ends on a ReplayError. A busy warehouse (another connection held the lock past
     the lock timeout, e.g. a long ``reconcile``) is transient: the step is retried within the
@@ -115,16 +91,7 @@ def build_assets(settings: Settings) -> list[dg.AssetsDefinition]:
                 landed = land(pipeline, context.partition_key, context.run.run_id)
         except ReplayError as error:
             raise _fail(error) from error
-        return dg.MaterializeResult(
-            metadata={
-                "batches": len(landed),
-                "newly_landed": sum(b.new for b in landed),
-                "source_events": sum(b.source_events for b in landed),
-                "rejected": sum(b.rejected for b in landed),
-                "bytes_read": sum(b.bytes_read for b in landed),
-                **_costs(pipeline, context, "land"),
-            }
-        )
+        return dg.MaterializeResult(metadata=evidence.landed(landed, _costs(pipeline, context, "land")))
 
     state_deps = [dg.AssetDep("raw_receipts"), dg.AssetDep("current_orders", partition_mapping=previous_day)]
 
@@ -164,28 +131,12 @@ def build_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         except ReplayError as error:
             raise _fail(error) from error
         slo = Operations(pipeline).slo(context.partition_key)
-        counts = result.counts.values()
-        controls = result.controls.as_tuple() if result.controls else ()
-        meta = {
-            "outcome": result.status.value,
-            "content_sha256": result.content_sha256 or "",
-            "accepted": sum(c.accepted for c in counts),
-            "skipped_duplicate": sum(c.skipped_duplicate for c in counts),
-            "skipped_stale": sum(c.skipped_stale for c in counts),
-            "rejected": sum(c.rejected for c in counts),
-            "affected_business_dates": ", ".join(result.affected_business_dates),
-            "controls (lines, orders, units, amount, cost, profit)": str(controls),
-            "dagster/row_count": result.row_count,
-            "controls": evidence.controls(controls) if controls else "none (not certified)",
-            "reconciliation": evidence.reconciliation(result.counts),
-            **_costs(pipeline, context, "apply"),
-            **({f"slo_{k}": v for k, v in slo.to_record().items() if v is not None} if slo else {}),
-        }
-        if slo:
-            meta["service_levels"] = evidence.service_levels(slo, pipeline.settings.slo)
+        meta = evidence.state(result, slo, pipeline.settings.slo, _costs(pipeline, context, "apply"))
         checks = [(context.partition_key, o) for o in result.checks]
         yield dg.MaterializeResult(
-            asset_key="current_orders", metadata=meta, check_results=_results("current_orders", checks)
+            asset_key="current_orders",
+            metadata=meta,
+            check_results=evidence.check_results("current_orders", checks),
         )
         yield dg.MaterializeResult(asset_key="current_customers", metadata={"outcome": result.status.value})
 
@@ -205,20 +156,10 @@ def build_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         keys = list(context.partition_keys)
         with _attempt(context, pipeline, "daily_aggregates", f"{keys[0]}..{keys[-1]}"):
             published = publish(pipeline, keys, context.run.run_id)
-        failed = [p.business_date for p in published if not p.certified]
         totals = Operations(pipeline).daily_totals(keys[0], keys[-1])
         return dg.MaterializeResult(
-            metadata={
-                "daily_totals": evidence.daily_totals_chart(totals),
-                "dagster/row_count": sum(p.rows for p in published),
-                "business_dates": len(published),
-                "new_versions": sum(p.version is not None for p in published),
-                "failed_candidates": ", ".join(failed) or "none",
-                "rows": sum(p.rows for p in published),
-                "as_of_load_date": published[0].as_of_load_date if published else "",
-                **_costs(pipeline, context, "publish"),
-            },
-            check_results=_results(
+            metadata=evidence.aggregates(published, totals, _costs(pipeline, context, "publish")),
+            check_results=evidence.check_results(
                 "daily_aggregates", [(p.business_date, o) for p in published for o in p.checks]
             ),
         )
@@ -243,12 +184,7 @@ def build_reverification_checks() -> list[dg.AssetChecksDefinition]:
             return dg.AssetCheckResult(
                 passed=not verdict.mismatched,
                 severity=dg.AssetCheckSeverity.ERROR,
-                metadata={
-                    "partitions_checked": verdict.checked,
-                    "mismatched": ", ".join(verdict.mismatched[:10]) or "none",
-                    "flagged SUSPECT": "; ".join(f"{k}: {r}" for k, r in list(verdict.reasons.items())[:10])
-                    or "none",
-                },
+                metadata=evidence.reverification(verdict),
             )
 
         return check

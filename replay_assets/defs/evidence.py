@@ -1,5 +1,6 @@
-"""Asset metadata a person reads in the Dagster UI: markdown tables for reconciliation, controls
-and service levels, and a bar chart of daily totals (the UI renders markdown; no images needed)."""
+"""Every piece of asset and check metadata a person reads in the Dagster UI, built here so the
+asset bodies stay wiring: per-step metadata, check results, markdown tables for reconciliation,
+controls and service levels, and a bar chart of daily totals (the UI renders markdown)."""
 
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -7,8 +8,13 @@ from typing import Any
 import dagster as dg
 
 from replay_assets.core.config import SloPolicy
+from replay_assets.core.gate import Check, CheckOutcome
 from replay_assets.core.slo import Slo
 from replay_assets.core.state import Counts
+from replay_assets.storage.apply.load_date import ApplyResult
+from replay_assets.storage.landing.ingest import Landed
+from replay_assets.storage.publish.aggregates import Published
+from replay_assets.storage.publish.reverify import Verdict
 
 BAR_WIDTH = 24
 
@@ -89,3 +95,86 @@ def daily_totals_chart(totals: Sequence[Mapping[str, Any]]) -> dg.MetadataValue:
     ]
     header = ("business date", "orders", "amount", "gross profit", "amount (chart)")
     return dg.MetadataValue.md(_table(header, rows))
+
+
+def landed(batches: Sequence[Landed], costs: Mapping[str, float]) -> dict[str, Any]:
+    return {
+        "batches": len(batches),
+        "newly_landed": sum(b.new for b in batches),
+        "source_events": sum(b.source_events for b in batches),
+        "rejected": sum(b.rejected for b in batches),
+        "bytes_read": sum(b.bytes_read for b in batches),
+        **costs,
+    }
+
+
+def state(
+    result: ApplyResult, slo: Slo | None, policy: SloPolicy, costs: Mapping[str, float]
+) -> dict[str, Any]:
+    counts = result.counts.values()
+    values = result.controls.as_tuple() if result.controls else ()
+    meta = {
+        "outcome": result.status.value,
+        "content_sha256": result.content_sha256 or "",
+        "accepted": sum(c.accepted for c in counts),
+        "skipped_duplicate": sum(c.skipped_duplicate for c in counts),
+        "skipped_stale": sum(c.skipped_stale for c in counts),
+        "rejected": sum(c.rejected for c in counts),
+        "affected_business_dates": ", ".join(result.affected_business_dates),
+        "controls (lines, orders, units, amount, cost, profit)": str(values),
+        "dagster/row_count": result.row_count,
+        "controls": controls(values) if values else "none (not certified)",
+        "reconciliation": reconciliation(result.counts),
+        **costs,
+        **({f"slo_{k}": v for k, v in slo.to_record().items() if v is not None} if slo else {}),
+    }
+    if slo:
+        meta["service_levels"] = service_levels(slo, policy)
+    return meta
+
+
+def aggregates(
+    published: Sequence[Published], totals: Sequence[Mapping[str, Any]], costs: Mapping[str, float]
+) -> dict[str, Any]:
+    failed = [p.business_date for p in published if not p.certified]
+    return {
+        "daily_totals": daily_totals_chart(totals),
+        "dagster/row_count": sum(p.rows for p in published),
+        "business_dates": len(published),
+        "new_versions": sum(p.version is not None for p in published),
+        "failed_candidates": ", ".join(failed) or "none",
+        "rows": sum(p.rows for p in published),
+        "as_of_load_date": published[0].as_of_load_date if published else "",
+        **costs,
+    }
+
+
+def reverification(verdict: Verdict) -> dict[str, Any]:
+    return {
+        "partitions_checked": verdict.checked,
+        "mismatched": ", ".join(verdict.mismatched[:10]) or "none",
+        "flagged SUSPECT": "; ".join(f"{k}: {r}" for k, r in list(verdict.reasons.items())[:10]) or "none",
+    }
+
+
+def check_results(asset: str, outcomes: Sequence[tuple[str, CheckOutcome]]) -> list[dg.AssetCheckResult]:
+    """One result per check; over several partitions it passes only if it passed on each."""
+    results = []
+    for check in Check:
+        mine = [(key, o) for key, o in outcomes if o.check is check]
+        failed = [(key, o) for key, o in mine if not o.passed]
+        meta: dict[str, Any] = dict(mine[0][1].metadata) if len(mine) == 1 else {"partitions": len(mine)}
+        if failed:
+            meta["failing_partitions"] = ", ".join(key for key, _ in failed[:10])
+        summary = failed[0][1].summary if failed else (mine[0][1].summary if mine else "")
+        results.append(
+            dg.AssetCheckResult(
+                asset_key=asset,
+                check_name=check.value,
+                passed=not failed,
+                severity=dg.AssetCheckSeverity.ERROR,
+                metadata=meta,
+                description=summary,
+            )
+        )
+    return results
