@@ -76,7 +76,7 @@ def cmd_ui(args: argparse.Namespace) -> int:
     session = Session(settings, settings.dagster_home)  # the home's own instance, whatever DAGSTER_HOME says
     home, dagster_home = settings.home.resolve(), settings.dagster_home.resolve()
     landing = settings.landing
-    if not any(landing.glob("*/*/*.manifest.json")):
+    if not args.no_sample and not any(landing.glob("*/*/*.manifest.json")):
         print(f"{home} is empty: landing the sample scenario (seed 003) first")
         _quiet_dagster_warnings()
         seed003_demo(settings.home, lambda line: None)
@@ -344,6 +344,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=3000)
     p.add_argument("--dry-run", action="store_true", help="prepare the home and print the command only")
+    p.add_argument("--no-sample", action="store_true", help="leave an empty home empty")
     p.set_defaults(fn=cmd_ui)
     p = add("land", "write a delivery and its manifest into the landing area")
     p.add_argument("file")

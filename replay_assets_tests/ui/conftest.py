@@ -41,9 +41,10 @@ def artifacts() -> Path:
 
 @pytest.fixture(scope="module")
 def dagster_ui(tmp_path_factory: pytest.TempPathFactory, artifacts: Path) -> Iterator[DagsterDev]:
-    """``dagster dev`` on a free loopback port with temporary homes; the group always ends."""
+    """``replay-assets ui --no-sample`` on a free loopback port and a temporary home (the tests
+    deliver into it themselves); the process group always ends."""
     root = tmp_path_factory.mktemp("ui")
-    server = DagsterDev(root / "home", root / "dagster", artifacts / "dagster-dev.log", SERVER_ENV)
+    server = DagsterDev(root / "home", artifacts / "dagster-dev.log", SERVER_ENV)
     server.start()
     try:
         server.wait_ready()

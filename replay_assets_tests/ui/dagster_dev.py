@@ -1,7 +1,9 @@
-"""``dagster dev`` (webserver and daemon) as a child process group on loopback, for the browser tests.
+"""``replay-assets ui`` (``dagster dev``: webserver and daemon) as a child process group on
+loopback, for the browser tests: the command a newcomer runs, on a temporary home.
 
-The server gets its own temporary Dagster home (the project's ``dagster.yaml`` copied in) and
-replay-assets home; every wait polls with a deadline; ``stop`` always ends the whole group.
+The server uses the home's own Dagster home (``HOME/dagster``, with the project's ``dagster.yaml``
+and a workspace written by ``replay-assets ui``); an empty home gets the sample scenario unless
+``sample`` is off; every wait polls with a deadline; ``stop`` always ends the whole group.
 """
 
 import json
@@ -17,8 +19,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
-
-from replay_assets.entrypoints.runner import PROJECT_INSTANCE_CONFIG
 
 ROOT = Path(__file__).resolve().parents[2]
 POLL_SECONDS = 0.5
@@ -47,34 +47,38 @@ def wait_for(probe: Callable[[], T | None], timeout: float, what: str) -> T:
 
 @dataclass
 class DagsterDev:
-    """One ``dagster dev`` over ``workspace.yaml`` with its own homes and port."""
+    """One ``replay-assets ui`` on its own home and port."""
 
     home: Path
-    dagster_home: Path
     log_path: Path
     env_extra: Mapping[str, str]
+    sample: bool = False
     port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def dagster_home(self) -> Path:
+        return self.home / "dagster"
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> None:
-        self.home.mkdir(parents=True, exist_ok=True)
-        self.dagster_home.mkdir(parents=True, exist_ok=True)
-        (self.dagster_home / "dagster.yaml").write_bytes(PROJECT_INSTANCE_CONFIG.read_bytes())
         env = {
-            **os.environ,
+            **{k: v for k, v in os.environ.items() if not k.startswith(("REPLAY_ASSETS_", "DAGSTER_"))},
             **self.env_extra,
-            "REPLAY_ASSETS_HOME": str(self.home),
-            "DAGSTER_HOME": str(self.dagster_home),
         }
-        dagster = Path(sys.executable).with_name("dagster")
-        cmd = [str(dagster), "dev", "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(self.port)]
+        cli = Path(sys.executable).with_name("replay-assets")
+        cmd = [str(cli), "ui", "--home", str(self.home), "--host", "127.0.0.1", "--port", str(self.port)]
         log = open(self.log_path, "wb")  # the child writes it until stop()
         self.process = subprocess.Popen(
-            cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            [*cmd, *([] if self.sample else ["--no-sample"])],
+            cwd=self.log_path.parent,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
         log.close()
 
