@@ -1,6 +1,6 @@
 """The explicit ports of one home that every use case takes: its settings, its clock (the real
 one, or a virtual one that only advances, for tests and the demo) and the warehouse writer and
-reader (``storage/ports.py``)."""
+reader (``storage/ports.py``; the DuckDB adapter unless others are given)."""
 
 from __future__ import annotations
 
@@ -8,15 +8,22 @@ import datetime as dt
 
 from replay_assets.core.config import Settings
 from replay_assets.storage.db.clock import VirtualClock, real_now, sleep_real
+from replay_assets.storage import ports
 from replay_assets.storage.db.warehouse import Warehouse, WarehouseReader
 
 
 class Pipeline:
-    def __init__(self, settings: Settings) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        writer: ports.WarehouseWriter | None = None,
+        reader: ports.WarehouseReader | None = None,
+    ) -> None:
         self.settings = settings
         self.clock = VirtualClock(settings.home, settings.fixed_now) if settings.fixed_now else None
-        self.warehouse = Warehouse(settings.home, settings.lock_timeout_seconds)
-        self.reader = WarehouseReader(settings.home, settings.lock_timeout_seconds)
+        timeout = settings.lock_timeout_seconds
+        self.warehouse: ports.WarehouseWriter = writer or Warehouse(settings.home, timeout)
+        self.reader: ports.WarehouseReader = reader or WarehouseReader(settings.home, timeout)
 
     def now(self) -> dt.datetime:
         return self.clock.now() if self.clock else real_now()

@@ -1,4 +1,5 @@
-"""The storage pipeline (DuckDB, set-based fold) equals the pure reference pipeline
+"""The use cases over each warehouse adapter (``replay_assets_tests/adapters.py``; DuckDB's
+set-based fold today) equal the pure reference pipeline
 (:func:`replay_assets.core.state.apply_load_date` folded day by day) on random CDC streams:
 shuffled, duplicated, cut into consecutive load dates, deletes and stale versions included.
 
@@ -16,6 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -24,6 +26,7 @@ from replay_assets.core.events import ValidationContext
 from replay_assets.core.state import Batch, Counts, Row, apply_load_date
 from replay_assets.storage.landing.deliveries import write_delivery
 from replay_assets.usecases.context import Pipeline
+from replay_assets_tests.adapters import ADAPTERS
 from replay_assets_tests.core.strategies import deliveries, histories, truth
 from replay_assets_tests.helpers import drive, settings_for
 
@@ -124,8 +127,9 @@ def reference_final(rows: dict[Key, Row]) -> dict[Key, Final]:
     return out
 
 
-def run_storage(home: Path, days: list[list[str]]) -> tuple[Pipeline, list[str]]:
-    p = Pipeline(settings_for(home, NOW))
+def run_storage(home: Path, days: list[list[str]], adapter: str = "duckdb") -> tuple[Pipeline, list[str]]:
+    settings = settings_for(home, NOW)
+    p = Pipeline(settings, *ADAPTERS[adapter](home, settings.lock_timeout_seconds))
     for n, (day, lines) in enumerate(zip(load_dates(len(days)), days, strict=True)):
         write_delivery(p.settings.landing, SOURCE, day, f"b{n}", lines, ready_at(day))
     return p, drive(p)
@@ -165,13 +169,14 @@ def as_final(rows: list[tuple[Any, ...]]) -> dict[Key, Final]:
     return out
 
 
+@pytest.mark.parametrize("adapter", sorted(ADAPTERS))
 @settings(
     max_examples=20,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 @given(st.data())
-def test_storage_pipeline_equals_the_reference_pipeline(data: st.DataObject) -> None:
+def test_storage_pipeline_equals_the_reference_pipeline(adapter: str, data: st.DataObject) -> None:
     history = data.draw(histories(), label="history")
     days = data.draw(deliveries(history), label="days")
     for line in data.draw(st.lists(st.sampled_from(JUNK), max_size=2), label="junk"):
@@ -179,7 +184,7 @@ def test_storage_pipeline_equals_the_reference_pipeline(data: st.DataObject) -> 
         day.insert(data.draw(st.integers(0, len(day)), label="junk position"), line)
     home = Path(tempfile.mkdtemp(prefix="replay-assets-ref-"))
     try:
-        p, done = run_storage(home, days)
+        p, done = run_storage(home, days, adapter)
         dates = load_dates(len(days))
         last = dates[-1]
         ctx = ValidationContext(

@@ -1,7 +1,8 @@
 """The contract of the warehouse ports (``storage/ports.py``), run against every adapter.
 
 Today one adapter exists (DuckDB); a second one (Spark Connect + Delta) is proven by adding it to
-``ADAPTERS``. Real files in tmp_path; another process is a real child interpreter.
+``replay_assets_tests/adapters.py``. Real files in tmp_path; another process is a real child
+interpreter.
 """
 
 from __future__ import annotations
@@ -10,26 +11,21 @@ import fcntl
 import os
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.storage.db.migrations import MIGRATIONS
-from replay_assets.storage.db.warehouse import Warehouse, WarehouseReader, one
+from replay_assets.storage.db.warehouse import one
 from replay_assets.storage.ports import WarehouseReader as ReaderPort
 from replay_assets.storage.ports import WarehouseWriter as WriterPort
-
-Ports = tuple[WriterPort, ReaderPort]
-ADAPTERS: dict[str, Callable[[Path], Ports]] = {
-    "duckdb": lambda home: (Warehouse(home, busy_timeout=5), WarehouseReader(home, busy_timeout=5)),
-}
+from replay_assets_tests.adapters import ADAPTERS, Ports
 
 
 @pytest.fixture(params=sorted(ADAPTERS))
 def ports(request: pytest.FixtureRequest, tmp_path: Path) -> Ports:
-    return ADAPTERS[request.param](tmp_path)
+    return ADAPTERS[request.param](tmp_path, 5.0)
 
 
 def _note(writer: WriterPort, value: str) -> None:

@@ -19,7 +19,8 @@ from replay_assets.core.events import canonical_json
 from replay_assets.core.journal import Next, can_move, next_step, operation_id
 from replay_assets.core.status import CommitState
 from replay_assets.storage.db import failpoints
-from replay_assets.storage.db.warehouse import Warehouse, one
+from replay_assets.storage.db.warehouse import one
+from replay_assets.storage.ports import WarehouseWriter
 
 S = CommitState
 
@@ -194,7 +195,7 @@ Mutation = Callable[[duckdb.DuckDBPyConnection], tuple[dict[str, Any], str | Non
 
 
 @contextmanager
-def _unheld(warehouse: Warehouse) -> Iterator[duckdb.DuckDBPyConnection]:
+def _unheld(warehouse: WarehouseWriter) -> Iterator[duckdb.DuckDBPyConnection]:
     """Each transaction of the executor: refused first while an operator holds an operation, so a
     process that was mid-operation when the hold came stops at its next step."""
     with warehouse.transaction() as con:
@@ -203,7 +204,7 @@ def _unheld(warehouse: Warehouse) -> Iterator[duckdb.DuckDBPyConnection]:
 
 
 def execute(
-    warehouse: Warehouse,
+    warehouse: WarehouseWriter,
     op: Operation,
     mutate: Mutation,
     evidence: Callable[[], object],
@@ -255,7 +256,7 @@ def execute(
 
 
 def _mutate(
-    warehouse: Warehouse,
+    warehouse: WarehouseWriter,
     op: Operation,
     entry: Entry,
     mutate: Mutation,
@@ -310,7 +311,7 @@ def _fence(
 
 
 def _complete(
-    warehouse: Warehouse,
+    warehouse: WarehouseWriter,
     op: Operation,
     evidence: Callable[[], object],
     clock: Callable[[], dt.datetime],
@@ -342,7 +343,7 @@ IN_DOUBT_COMMITTED = """
 
 
 def finish_committed(
-    warehouse: Warehouse,
+    warehouse: WarehouseWriter,
     evidence: Callable[[], object],
     clock: Callable[[], dt.datetime],
     fail_point: str | None,

@@ -17,7 +17,7 @@ import duckdb
 from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.journal import IN_DOUBT, MUTATION_BEGUN, Next, next_step
 from replay_assets.core.status import CommitState
-from replay_assets.storage.db.warehouse import Warehouse
+from replay_assets.storage.ports import WarehouseWriter
 from replay_assets.storage.journal import executor as journal
 
 S = CommitState
@@ -102,7 +102,7 @@ def _actions(state: CommitState, fence: bool) -> tuple[list[Action], str]:
 
 
 def apply(
-    warehouse: Warehouse,
+    warehouse: WarehouseWriter,
     operation_id: str,
     action: Action,
     note: str,
