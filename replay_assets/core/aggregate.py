@@ -86,11 +86,13 @@ def aggregate_frame(lines: pl.DataFrame) -> pl.DataFrame:
         lines.filter(pl.col("status") == "active")
         .group_by("store_id", "business_date")
         .agg(
-            pl.col("order_id").n_unique().cast(pl.Int64).alias("order_count"),
-            pl.len().cast(pl.Int64).alias("line_count"),
-            pl.col("quantity").sum().cast(pl.Int64).alias("units"),
-            pl.col("amount_minor").sum().cast(pl.Int64).alias("amount_minor"),
-            pl.col("cost_minor").sum().cast(pl.Int64).alias("cost_minor"),
+            [
+                pl.col("order_id").n_unique().cast(pl.Int64).alias("order_count"),
+                pl.len().cast(pl.Int64).alias("line_count"),
+                pl.col("quantity").sum().cast(pl.Int64).alias("units"),
+                pl.col("amount_minor").sum().cast(pl.Int64).alias("amount_minor"),
+                pl.col("cost_minor").sum().cast(pl.Int64).alias("cost_minor"),
+            ]
         )
         .with_columns((pl.col("amount_minor") - pl.col("cost_minor")).alias("gross_profit_minor"))
         .select(AGGREGATE_COLUMNS)
@@ -106,10 +108,10 @@ def controls_of(lines: pl.DataFrame) -> Controls:
     return Controls(
         active.height,
         int(active["order_id"].n_unique()) if active.height else 0,
-        int(active["quantity"].sum() or 0),
-        amount,
-        cost,
-        amount - cost,
+        units=int(active["quantity"].sum() or 0),
+        amount_minor=amount,
+        cost_minor=cost,
+        gross_profit_minor=amount - cost,
     )
 
 

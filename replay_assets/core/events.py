@@ -260,7 +260,9 @@ def _parse_envelope(obj: dict[str, Any], ctx: ValidationContext) -> Event:
         _check_image(entity, key, after, ctx)
     elif after is not None:
         raise _Reject(RejectReason.BAD_VALUE, "a delete carries no 'after' image")
-    return _build_event(obj, entity, op, key, version, after if op is Op.UPSERT else None)
+    return _build_event(
+        obj, entity, op=op, key=key, version=version, image=after if op is Op.UPSERT else None
+    )
 
 
 def _build_event(

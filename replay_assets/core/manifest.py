@@ -135,14 +135,14 @@ def _build(obj: dict[str, Any], limits: Limits) -> Manifest:
     return Manifest(
         obj["source"],
         obj["batch_id"],
-        load_date.isoformat(),
-        ready_at,
-        schema_version,
-        low,
-        high,
-        parsed,
-        tuple(supersedes),
-        sha256_text(canonical_json(obj)),
+        load_date=load_date.isoformat(),
+        ready_at=ready_at,
+        schema_version=schema_version,
+        seq_low=low,
+        seq_high=high,
+        files=parsed,
+        supersedes=tuple(supersedes),
+        sha256=sha256_text(canonical_json(obj)),
     )
 
 

@@ -101,9 +101,9 @@ def plan_load_dates(
         DatePlan(
             d.load_date,
             DateStatus.OUT_OF_RANGE,
-            f"load date of batch {d.batch_id} outside {window[0]}..{window[1]}",
-            "",
-            (d,),
+            reason=f"load date of batch {d.batch_id} outside {window[0]}..{window[1]}",
+            identity="",
+            batches=(d,),
         )
         for d in deliveries
         if not window[0] <= d.load_date <= window[1]
@@ -116,7 +116,16 @@ def plan_load_dates(
     latest = max(facts.applied, default="")
     owners = batch_owners(deliveries, facts.landed)
     plans = [
-        _plan_date(day, inside, facts, owners, starts, superseded, latest, last)
+        _plan_date(
+            day,
+            inside,
+            facts=facts,
+            owners=owners,
+            starts=starts,
+            superseded=superseded,
+            latest=latest,
+            last=last,
+        )
         for day in days(min(starts.values()), last)
     ]
     return _progress(plans) + outside
@@ -192,8 +201,26 @@ def _plan_date(
         None,
     )
     reuse = _reuse_reason(reused[0], owners) if reused else ""
-    status, reason = _status(day, identity, facts, latest, last, reuse, not_ready, missing, blocked)
-    return DatePlan(day, status, reason, identity, active, attempt_key, gate_key)
+    status, reason = _status(
+        day,
+        identity,
+        facts=facts,
+        latest=latest,
+        last=last,
+        reuse=reuse,
+        not_ready=not_ready,
+        missing=missing,
+        blocked=blocked,
+    )
+    return DatePlan(
+        day,
+        status,
+        reason=reason,
+        identity=identity,
+        batches=active,
+        attempt_key=attempt_key,
+        gate_key=gate_key,
+    )
 
 
 def _status(
@@ -242,11 +269,11 @@ def _progress(plans: list[DatePlan]) -> list[DatePlan]:
             plan = DatePlan(
                 plan.load_date,
                 DateStatus.DELAYED,
-                f"waiting behind load date {stopped_at}",
-                plan.identity,
-                plan.batches,
-                plan.attempt_key,
-                plan.gate_key,
+                reason=f"waiting behind load date {stopped_at}",
+                identity=plan.identity,
+                batches=plan.batches,
+                attempt_key=plan.attempt_key,
+                gate_key=plan.gate_key,
             )
         elif stopped_at is None and plan.status in STOPPING:
             stopped_at = plan.load_date

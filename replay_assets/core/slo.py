@@ -62,10 +62,10 @@ def evaluate(
     return Slo(
         freshness,
         completeness,
-        duration,
-        availability,
-        freshness <= policy.freshness_minutes,
-        completeness >= policy.completeness_pct,
-        None if duration is None else duration <= policy.duration_minutes,
-        availability <= policy.availability_minutes,
+        duration_minutes=duration,
+        availability_minutes=availability,
+        freshness_met=freshness <= policy.freshness_minutes,
+        completeness_met=completeness >= policy.completeness_pct,
+        duration_met=None if duration is None else duration <= policy.duration_minutes,
+        availability_met=availability <= policy.availability_minutes,
     )

@@ -121,11 +121,23 @@ def apply_load_date(
             outcome = parse_event(line, ctx_for(batch))
             if isinstance(outcome, Rejection):
                 rejected.append(
-                    Rejected(batch.batch_id, number, outcome.reason, outcome.detail, outcome.event_id)
+                    Rejected(
+                        batch.batch_id,
+                        number,
+                        reason=outcome.reason,
+                        detail=outcome.detail,
+                        event_id=outcome.event_id,
+                    )
                 )
             elif isinstance(outcome, BatchViolation):
                 blocked.append(
-                    Blocked(batch.batch_id, number, outcome.rule, outcome.detail, outcome.event_id)
+                    Blocked(
+                        batch.batch_id,
+                        number,
+                        rule=outcome.rule,
+                        detail=outcome.detail,
+                        event_id=outcome.event_id,
+                    )
                 )
             else:
                 events.append((batch, number, outcome))
@@ -133,13 +145,13 @@ def apply_load_date(
         FoldInput(
             pos,
             b.source,
-            e.event_id,
-            e.source_seq,
-            e.entity,
-            e.key,
-            e.version,
-            e.content_sha256,
-            e.image_sha256,
+            event_id=e.event_id,
+            source_seq=e.source_seq,
+            entity=e.entity,
+            key=e.key,
+            version=e.version,
+            content_sha256=e.content_sha256,
+            image_sha256=e.image_sha256,
         )
         for pos, (b, _, e) in enumerate(events)
     ]
@@ -148,8 +160,10 @@ def apply_load_date(
     blocked += _violations(result, events)
     counts = _counts(lines_per_batch, rejected, result, events)
     if blocked:
-        return LoadDateOutcome(dict(state), dict(registry), counts, rejected, blocked)
-    return _commit(state, registry, events, result, load_date, counts, rejected)
+        return LoadDateOutcome(dict(state), dict(registry), counts=counts, rejected=rejected, blocked=blocked)
+    return _commit(
+        state, registry, events=events, result=result, load_date=load_date, counts=counts, rejected=rejected
+    )
 
 
 def _violations(result: FoldResult, events: list[tuple[Batch, int, Event]]) -> list[Blocked]:
@@ -158,7 +172,13 @@ def _violations(result: FoldResult, events: list[tuple[Batch, int, Event]]) -> l
         rule = result.classified[pos].rule
         if rule is not None:
             out.append(
-                Blocked(batch.batch_id, number, rule, f"{rule} at event {event.event_id}", event.event_id)
+                Blocked(
+                    batch.batch_id,
+                    number,
+                    rule=rule,
+                    detail=f"{rule} at event {event.event_id}",
+                    event_id=event.event_id,
+                )
             )
     return out
 
@@ -178,7 +198,11 @@ def _counts(
             tally[batch.batch_id][outcome.value] += 1
     return {
         batch_id: Counts(
-            lines[batch_id], c["accepted"], c["rejected"], c["skipped_duplicate"], c["skipped_stale"]
+            lines[batch_id],
+            c["accepted"],
+            rejected=c["rejected"],
+            skipped_duplicate=c["skipped_duplicate"],
+            skipped_stale=c["skipped_stale"],
         )
         for batch_id, c in tally.items()
     }
@@ -202,10 +226,19 @@ def _commit(
             continue
         key = (str(event.entity), event.key)
         affected |= groups_of(event.entity, state.get(key)) | groups_of(
-            event.entity, Row(event.version, event.image, event.image_sha256, 0, "")
+            event.entity,
+            Row(event.version, event.image, image_sha256=event.image_sha256, source_seq=0, load_date=""),
         )
-        new_state[key] = Row(event.version, event.image, event.image_sha256, event.source_seq, load_date)
-    return LoadDateOutcome(new_state, new_registry, counts, rejected, [], frozenset(affected))
+        new_state[key] = Row(
+            event.version,
+            event.image,
+            image_sha256=event.image_sha256,
+            source_seq=event.source_seq,
+            load_date=load_date,
+        )
+    return LoadDateOutcome(
+        new_state, new_registry, counts=counts, rejected=rejected, blocked=[], affected=frozenset(affected)
+    )
 
 
 def groups_of(entity: Entity | str, row: Row | None) -> set[Group]:

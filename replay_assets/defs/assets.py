@@ -34,16 +34,24 @@ def _attempt(context: dg.AssetExecutionContext, pipeline: Pipeline, step: str, k
     ops, run_id, attempt = Operations(pipeline), context.run.run_id, context.retry_number
     if attempt:
         pipeline.sleep(pipeline.settings.retry_backoff_seconds * 2 ** (attempt - 1))
-    ops.record_step(run_id, step, key, attempt, service.STARTED, "")
+    ops.record_step(run_id, step, key=key, attempt=attempt, outcome=service.STARTED, detail="")
     try:
-        failpoints.fail_once(pipeline.settings.fail_once, pipeline.settings.home, step, key, "before")
+        failpoints.fail_once(
+            pipeline.settings.fail_once, pipeline.settings.home, step=step, partition_key=key, point="before"
+        )
         yield
-        failpoints.fail_once(pipeline.settings.fail_once, pipeline.settings.home, step, key, "after_commit")
+        failpoints.fail_once(
+            pipeline.settings.fail_once,
+            pipeline.settings.home,
+            step=step,
+            partition_key=key,
+            point="after_commit",
+        )
     except Exception as error:
         code = str(error.code) if isinstance(error, ReplayError) else type(error).__name__
-        ops.record_step(run_id, step, key, attempt, service.FAILED, code)
+        ops.record_step(run_id, step, key=key, attempt=attempt, outcome=service.FAILED, detail=code)
         raise
-    ops.record_step(run_id, step, key, attempt, service.SUCCEEDED, "")
+    ops.record_step(run_id, step, key=key, attempt=attempt, outcome=service.SUCCEEDED, detail="")
 
 
 def _costs(pipeline: Pipeline, context: dg.AssetExecutionContext, step: str) -> dict[str, float]:

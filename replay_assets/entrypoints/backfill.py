@@ -81,7 +81,9 @@ def launch(session: Session, asset: str, first: str, last: str, note: str, opera
         raise ReplayError(
             ErrorCode.NOT_READY, f"dagster job backfill failed: {(done.stderr or done.stdout)[-500:]}"
         )
-    record_backfill(session.pipeline, found.group(1), asset, first, last, note, operator)
+    record_backfill(
+        session.pipeline, found.group(1), asset=asset, first=first, last=last, note=note, operator=operator
+    )
     return found.group(1)
 
 

@@ -116,7 +116,13 @@ def cmd_land(args: argparse.Namespace) -> int:
         lines, parquet = adapt_lines(Adapter(args.adapter), jsonl_lines(text)), None
         batch_id = args.batch_id or f"B{sha256_text(origin + chr(10).join(lines))[:24]}"
     path, written = create_delivery(
-        settings.landing, args.source, args.load_date, batch_id, lines, ready_at, parquet
+        settings.landing,
+        args.source,
+        load_date=args.load_date,
+        batch_id=batch_id,
+        lines=lines,
+        ready_at=ready_at,
+        parquet=parquet,
     )
     print(f"{'landed' if written else 'already landed (identical delivery)'} batch {batch_id}: {path}")
     return 0
@@ -158,7 +164,9 @@ def cmd_backfill(args: argparse.Namespace) -> int:
     if args.from_ > args.to:
         raise ReplayError(ErrorCode.USAGE, f"--from {args.from_} is after --to {args.to}")
     session = _session(args)
-    backfill_id = backfill.launch(session, args.asset, args.from_, args.to, args.note, getpass.getuser())
+    backfill_id = backfill.launch(
+        session, args.asset, first=args.from_, last=args.to, note=args.note, operator=getpass.getuser()
+    )
     print(f"launched backfill {backfill_id} of {args.asset} {args.from_}..{args.to} in the backfill lane")
     if not args.wait:
         session.close()
@@ -181,11 +189,11 @@ def cmd_recovery(args: argparse.Namespace) -> int:
         entry = recovery.apply(
             pipeline.warehouse,
             args.operation_id,
-            recovery.Action(args.action),
-            args.note,
-            getpass.getuser(),
-            lambda: refresh_published(pipeline),
-            pipeline.now(),
+            action=recovery.Action(args.action),
+            note=args.note,
+            operator=getpass.getuser(),
+            evidence=lambda: refresh_published(pipeline),
+            now=pipeline.now(),
         )
         print(f"operation {entry.operation_id[:16]} is {entry.state} (version {entry.version})")
         return 0

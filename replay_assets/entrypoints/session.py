@@ -64,11 +64,11 @@ class Session:
         record_backfill(
             self.pipeline,
             backfill_id,
-            "current_orders",
-            partitions[0],
-            partitions[-1],
-            note,
-            getpass.getuser(),
+            asset="current_orders",
+            first=partitions[0],
+            last=partitions[-1],
+            note=note,
+            operator=getpass.getuser(),
         )
         return [
             job.execute_in_process(

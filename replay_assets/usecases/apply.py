@@ -37,10 +37,14 @@ def apply(pipeline: Pipeline, load_date: str, run_id: str | None, sealed_ok: boo
 
     def mutate(con: duckdb.DuckDBPyConnection) -> tuple[dict[str, Any], str | None]:
         with measure() as cost:
-            result = apply_load_date(con, plan, first, run_id, pipeline.now(), sealed_ok)
+            result = apply_load_date(
+                con, plan, first_date=first, run_id=run_id, now=pipeline.now(), sealed_ok=sealed_ok
+            )
         if result.status is ApplyOutcome.FAILED_CANDIDATE:
-            raise journal.Divert(lambda c: _keep_failed_state(pipeline, c, plan, result, cost, run_id))
-        _record_apply_cost(pipeline, con, result, cost, run_id, 0)
+            raise journal.Divert(
+                lambda c: _keep_failed_state(pipeline, c, plan=plan, result=result, cost=cost, run_id=run_id)
+            )
+        _record_apply_cost(pipeline, con, result=result, cost=cost, run_id=run_id, candidate_bytes=0)
         failpoints.hit(pipeline.settings.fail_point, "apply.before_commit")
         certified = result.status in (ApplyOutcome.APPLIED, ApplyOutcome.RESTATED, ApplyOutcome.UNCHANGED)
         digest = result.content_sha256 or ""
@@ -50,13 +54,15 @@ def apply(pipeline: Pipeline, load_date: str, run_id: str | None, sealed_ok: boo
         if entry.target_sha256 is None:
             return None  # a blocked or failed outcome has no target state to compare
         verified = apply_load_date(
-            con, plan, first, run_id, pipeline.now(), sealed_ok=True
+            con, plan, first_date=first, run_id=run_id, now=pipeline.now(), sealed_ok=True
         )  # from raw; read-only
         return certify.target_digest(con, load_date, verified.content_sha256 or "")
 
     def repair(con: duckdb.DuckDBPyConnection) -> tuple[dict[str, Any], str | None]:
         """The history matches raw but its certified record drifted: certify it again."""
-        verified = apply_load_date(con, plan, first, run_id, pipeline.now(), sealed_ok=True)
+        verified = apply_load_date(
+            con, plan, first_date=first, run_id=run_id, now=pipeline.now(), sealed_ok=True
+        )
         if (
             verified.status is ApplyOutcome.FAILED_CANDIDATE
             or verified.controls is None
@@ -65,19 +71,31 @@ def apply(pipeline: Pipeline, load_date: str, run_id: str | None, sealed_ok: boo
             raise ReplayError(ErrorCode.HISTORY_DIVERGED, f"load date {load_date} cannot be certified again")
         reason = "repaired: the stored snapshot record drifted from history recomputed from raw"
         certify.certify_state(
-            con, load_date, verified.content_sha256, verified.checks, run_id, pipeline.now(), reason
+            con,
+            load_date,
+            digest=verified.content_sha256,
+            outcomes=verified.checks,
+            run_id=run_id,
+            now=pipeline.now(),
+            repair_reason=reason,
         )
-        certify.write_snapshot(con, load_date, verified.controls, verified.row_count, verified.content_sha256)
+        certify.write_snapshot(
+            con,
+            load_date,
+            controls=verified.controls,
+            rows=verified.row_count,
+            digest=verified.content_sha256,
+        )
         return to_record(verified), certify.target_digest(con, load_date, verified.content_sha256)
 
     record = journal.execute(
         pipeline.warehouse,
         op,
-        mutate,
-        lambda: refresh_published(pipeline),
-        target_now,
-        pipeline.now,
-        pipeline.settings.fail_point,
+        mutate=mutate,
+        evidence=lambda: refresh_published(pipeline),
+        target_now=target_now,
+        clock=pipeline.now,
+        fail_point=pipeline.settings.fail_point,
         repair=repair,
     )
     failpoints.hit(pipeline.settings.fail_point, "apply.after_commit")
@@ -121,16 +139,18 @@ def _keep_failed_state(
     path = certify.record_failed_candidate(
         con,
         pipeline.settings.home,
-        "current_orders",
-        plan.load_date,
-        plan.load_date,
-        result.content_sha256,
-        result.checks,
-        result.candidate_rows,
-        run_id,
-        pipeline.now(),
+        asset="current_orders",
+        key=plan.load_date,
+        as_of=plan.load_date,
+        digest=result.content_sha256,
+        outcomes=result.checks,
+        rows=result.candidate_rows,
+        run_id=run_id,
+        now=pipeline.now(),
     )
-    _record_apply_cost(pipeline, con, result, cost, run_id, path.stat().st_size)
+    _record_apply_cost(
+        pipeline, con, result=result, cost=cost, run_id=run_id, candidate_bytes=path.stat().st_size
+    )
     con.execute(
         "INSERT INTO load_date_attempts (load_date, identity, status, reason, attempted_at) "
         "VALUES (?, ?, ?, ?, ?)",

@@ -7,8 +7,8 @@ from __future__ import annotations
 import datetime as dt
 
 from replay_assets.core.config import Settings
-from replay_assets.storage.db.clock import VirtualClock, real_now, sleep_real
 from replay_assets.storage import ports
+from replay_assets.storage.db.clock import VirtualClock, real_now, sleep_real
 from replay_assets.storage.db.warehouse import Warehouse, WarehouseReader
 
 

@@ -31,14 +31,15 @@ def land(pipeline: Pipeline, load_date: str, run_id: str | None = None) -> list[
                     ErrorCode.NOT_READY, f"load date {load_date} is {plan.status}: {plan.reason}"
                 )
             return [
-                _land_batch(pipeline, con, by_sha[d.manifest_sha256], load_date, run_id) for d in plan.batches
+                _land_batch(pipeline, con, seen=by_sha[d.manifest_sha256], load_date=load_date, run_id=run_id)
+                for d in plan.batches
             ]
     except landing_area.DeliveryMismatch as mismatch:
         problem = str(mismatch)
     with pipeline.warehouse.transaction() as con:
         decision, _ = decide_with(pipeline, con)
         plan = plan_for(decision, load_date)
-        record_attempt(con, plan, PartitionStatus.BLOCKED_UPSTREAM, problem, pipeline.now())
+        record_attempt(con, plan, status=PartitionStatus.BLOCKED_UPSTREAM, reason=problem, now=pipeline.now())
     raise ReplayError(ErrorCode.NOT_READY, f"load date {load_date}: {problem}")
 
 
@@ -54,7 +55,9 @@ def _land_batch(
     files = landing_area.delivery_files(seen.path.parent, manifest)
     try:
         with measure() as cost:
-            batch = land_batch(con, manifest, files, validation_context(pipeline, manifest), pipeline.now())
+            batch = land_batch(
+                con, manifest, files=files, ctx=validation_context(pipeline, manifest), now=pipeline.now()
+            )
     except landing_area.DeliveryMismatch as mismatch:
         raise landing_area.DeliveryMismatch(f"batch {manifest.batch_id}: {mismatch}") from mismatch
     if batch.new:
@@ -78,7 +81,7 @@ def validation_context(pipeline: Pipeline, manifest: Manifest) -> ValidationCont
     return ValidationContext(
         dt.date.fromisoformat(settings.business_date_start),
         settings.business_date_end(pipeline.now()),
-        manifest.seq_low,
-        manifest.seq_high,
-        settings.limits.line_bytes,
+        seq_low=manifest.seq_low,
+        seq_high=manifest.seq_high,
+        max_line_bytes=settings.limits.line_bytes,
     )

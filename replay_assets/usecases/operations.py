@@ -32,7 +32,16 @@ class Operations:
 
     def record_step(self, run_id: str, step: str, key: str, attempt: int, outcome: str, detail: str) -> None:
         with self.pipeline.warehouse.transaction() as con:
-            service.record_step_attempt(con, run_id, step, key, attempt, outcome, detail, self.pipeline.now())
+            service.record_step_attempt(
+                con,
+                run_id,
+                step=step,
+                partition_key=key,
+                attempt=attempt,
+                outcome=outcome,
+                detail=detail,
+                now=self.pipeline.now(),
+            )
 
     def step_attempts(self, run_id: str) -> list[tuple[str, str, int, str, str]]:
         with self.pipeline.warehouse.connect() as con:
@@ -63,10 +72,10 @@ class Operations:
                 set_status(
                     con,
                     asset,
-                    [key],
-                    PartitionStatus.SUSPECT,
-                    f"re-verification: {reason}",
-                    self.pipeline.now(),
+                    keys=[key],
+                    status=PartitionStatus.SUSPECT,
+                    reason=f"re-verification: {reason}",
+                    now=self.pipeline.now(),
                 )
         return verdict
 
@@ -118,7 +127,9 @@ class Operations:
                 ).fetchall()
             }
         slo = self.slo(partition)
-        return consumer_text(partition, rows, versions, pointer[0] if pointer else None, slo)
+        return consumer_text(
+            partition, rows, versions=versions, pointer=pointer[0] if pointer else None, slo=slo
+        )
 
 
 IMPACT = {

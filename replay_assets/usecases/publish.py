@@ -25,7 +25,9 @@ def publish(pipeline: Pipeline, business_dates: list[str], run_id: str | None) -
 
     def mutate(con: duckdb.DuckDBPyConnection) -> tuple[dict[str, Any], str | None]:
         with measure() as cost:
-            published = publish_aggregates(con, pipeline.settings.home, dates, run_id, pipeline.now())
+            published = publish_aggregates(
+                con, pipeline.settings.home, dates=dates, run_id=run_id, now=pipeline.now()
+            )
         key = f"{dates[0]}..{dates[-1]}" if dates else ""
         record_cost(
             con,
@@ -42,11 +44,11 @@ def publish(pipeline: Pipeline, business_dates: list[str], run_id: str | None) -
     record = journal.execute(
         pipeline.warehouse,
         op,
-        mutate,
-        lambda: refresh_published(pipeline),
-        lambda con, _: publications_digest(con, dates),
-        pipeline.now,
-        pipeline.settings.fail_point,
+        mutate=mutate,
+        evidence=lambda: refresh_published(pipeline),
+        target_now=lambda con, _: publications_digest(con, dates),
+        clock=pipeline.now,
+        fail_point=pipeline.settings.fail_point,
     )
     return [Published.from_record(r) for r in record["published"]]
 

@@ -18,9 +18,9 @@ def record_waiting_statuses(pipeline: Pipeline) -> Decision:
                 set_status(
                     con,
                     "current_orders",
-                    [plan.load_date],
-                    WAITING_PARTITION_STATUS[plan.status],
-                    plan.reason,
-                    pipeline.now(),
+                    keys=[plan.load_date],
+                    status=WAITING_PARTITION_STATUS[plan.status],
+                    reason=plan.reason,
+                    now=pipeline.now(),
                 )
         return decision

@@ -21,4 +21,11 @@ def batches() -> dict[str, list[str]]:
 def deliver(landing: Path, batch_id: str) -> Path:
     """Land one of the demo batches on its load date (re-delivery writes identical files)."""
     day = LOAD_DATES[batch_id]
-    return write_delivery(landing, SOURCE, day, batch_id, batches()[batch_id], f"{day}T06:00:00Z")
+    return write_delivery(
+        landing,
+        SOURCE,
+        load_date=day,
+        batch_id=batch_id,
+        lines=batches()[batch_id],
+        ready_at=f"{day}T06:00:00Z",
+    )

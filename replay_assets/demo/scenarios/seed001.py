@@ -27,12 +27,24 @@ def baseline_events() -> list[dict[str, Any]]:
             extended_amount=row["extended_amount"], extended_cost=row["extended_cost"], status=row["status"]
         )
         events.append(
-            _event(row["source_seq"], "sale", f"{row['order_id']}|{row['line_no']}", row["event_ts"], after)
+            _event(
+                row["source_seq"],
+                "sale",
+                key=f"{row['order_id']}|{row['line_no']}",
+                when=row["event_ts"],
+                after=after,
+            )
         )
     for row in fixture("seed001_baseline_customers.json")["rows"]:
         after = {k: row[k] for k in ("customer_id", "name", "segment")}
         events.append(
-            _event(row["source_seq"], "customer", row["customer_id"], BASELINE_CUSTOMER_TIME, after)
+            _event(
+                row["source_seq"],
+                "customer",
+                key=row["customer_id"],
+                when=BASELINE_CUSTOMER_TIME,
+                after=after,
+            )
         )
     return events
 
@@ -65,22 +77,36 @@ def deliver_baseline(landing: Path) -> Path:
     return write_delivery(
         landing,
         SOURCE,
-        BASELINE_DATE,
-        "B20260920-BASELINE",
-        native(baseline_events()),
-        "2026-09-20T08:00:00Z",
-        (0, 200),
+        load_date=BASELINE_DATE,
+        batch_id="B20260920-BASELINE",
+        lines=native(baseline_events()),
+        ready_at="2026-09-20T08:00:00Z",
+        seq_range=(0, 200),
     )
 
 
 def deliver_cdc(landing: Path, batch_id: str, load_date: str, ready_at: str) -> Path:
-    return write_delivery(landing, SOURCE, load_date, batch_id, native(cdc_events()), ready_at, (201, 206))
+    return write_delivery(
+        landing,
+        SOURCE,
+        load_date=load_date,
+        batch_id=batch_id,
+        lines=native(cdc_events()),
+        ready_at=ready_at,
+        seq_range=(201, 206),
+    )
 
 
 def deliver_breaking(landing: Path, load_date: str) -> Path:
     event = fixture("seed001_breaking_event.json")["event"]
     return write_delivery(
-        landing, SOURCE, load_date, "B20260923-CDC-D", native([event]), f"{load_date}T08:20:00Z", (207, 207)
+        landing,
+        SOURCE,
+        load_date=load_date,
+        batch_id="B20260923-CDC-D",
+        lines=native([event]),
+        ready_at=f"{load_date}T08:20:00Z",
+        seq_range=(207, 207),
     )
 
 
@@ -94,7 +120,12 @@ def deliver_shuffled(landing: Path, seed: int, batches: int = 3) -> list[Path]:
         day = f"2026-09-{21 + n:02d}"
         out.append(
             write_delivery(
-                landing, SOURCE, day, f"SHUF-{n}", lines[n * size : (n + 1) * size], f"{day}T08:00:00Z"
+                landing,
+                SOURCE,
+                load_date=day,
+                batch_id=f"SHUF-{n}",
+                lines=lines[n * size : (n + 1) * size],
+                ready_at=f"{day}T08:00:00Z",
             )
         )
     return out

@@ -31,7 +31,14 @@ def deliver_shuffled(landing: Path) -> Path:
     """All nine source events in a shuffled order, applied through their source order."""
     data = receipts()
     events = [data["events"][i] for i in data["shuffled_delivery"]]
-    return write_delivery(landing, SOURCE, FIRST_DAY, "POS-1002", lines(events), f"{FIRST_DAY}T12:00:00Z")
+    return write_delivery(
+        landing,
+        SOURCE,
+        load_date=FIRST_DAY,
+        batch_id="POS-1002",
+        lines=lines(events),
+        ready_at=f"{FIRST_DAY}T12:00:00Z",
+    )
 
 
 def deliver_replay_and_late(landing: Path) -> Path:
@@ -39,20 +46,46 @@ def deliver_replay_and_late(landing: Path) -> Path:
     2026-10-01 after that day was published."""
     data = receipts()
     events = [data["events"][4], data["stale_update"], data["late_receipt"]]
-    return write_delivery(landing, SOURCE, LATE_DAY, "POS-1003", lines(events), f"{LATE_DAY}T12:00:00Z")
+    return write_delivery(
+        landing,
+        SOURCE,
+        load_date=LATE_DAY,
+        batch_id="POS-1003",
+        lines=lines(events),
+        ready_at=f"{LATE_DAY}T12:00:00Z",
+    )
 
 
 def deliver_unbalanced_day(landing: Path, day: str) -> Path:
     """A day with one malformed line (rejected); a test then deletes its rejection evidence."""
-    return write_delivery(landing, SOURCE, day, f"POS-{day}", ['{"event_id": "broken"'], f"{day}T12:00:00Z")
+    return write_delivery(
+        landing,
+        SOURCE,
+        load_date=day,
+        batch_id=f"POS-{day}",
+        lines=['{"event_id": "broken"'],
+        ready_at=f"{day}T12:00:00Z",
+    )
 
 
 def deliver_backfill_case(landing: Path) -> None:
     """A certified day, a day never delivered, then three delivered days after the gap."""
     events = receipts()["events"]
     write_delivery(
-        landing, SOURCE, BACKFILL["certified"], "POS-0930", lines(events[:4]), "2026-09-30T12:00:00Z"
+        landing,
+        SOURCE,
+        load_date=BACKFILL["certified"],
+        batch_id="POS-0930",
+        lines=lines(events[:4]),
+        ready_at="2026-09-30T12:00:00Z",
     )
     for n, day in enumerate(BACKFILL["range"]):
         chunk = events[4 + 2 * n : 6 + 2 * n]
-        write_delivery(landing, SOURCE, day, f"POS-{day}", lines(chunk), f"{day}T12:00:00Z")
+        write_delivery(
+            landing,
+            SOURCE,
+            load_date=day,
+            batch_id=f"POS-{day}",
+            lines=lines(chunk),
+            ready_at=f"{day}T12:00:00Z",
+        )

@@ -94,13 +94,25 @@ def current_lines() -> list[str]:
 
 def deliver_baseline(landing: Path) -> Path:
     return write_delivery(
-        landing, SOURCE, BASELINE_DATE, BASELINE_BATCH, baseline_lines(), ready_at(BASELINE_DATE), (1, 200)
+        landing,
+        SOURCE,
+        load_date=BASELINE_DATE,
+        batch_id=BASELINE_BATCH,
+        lines=baseline_lines(),
+        ready_at=ready_at(BASELINE_DATE),
+        seq_range=(1, 200),
     )
 
 
 def deliver_current(landing: Path) -> Path:
     return write_delivery(
-        landing, SOURCE, CURRENT_DATE, CURRENT_BATCH, current_lines(), ready_at(CURRENT_DATE), (201, 206)
+        landing,
+        SOURCE,
+        load_date=CURRENT_DATE,
+        batch_id=CURRENT_BATCH,
+        lines=current_lines(),
+        ready_at=ready_at(CURRENT_DATE),
+        seq_range=(201, 206),
     )
 
 

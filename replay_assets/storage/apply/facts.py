@@ -22,7 +22,9 @@ def warehouse_facts(con: duckdb.DuckDBPyConnection) -> WarehouseFacts:
     blocked = {(d, i): (DateStatus(s), r) for d, i, s, r in con.execute(LATEST_ATTEMPTS).fetchall()}
     skipped = frozenset(r[0] for r in con.execute("SELECT batch_id FROM batch_resolutions").fetchall())
     landed = dict(con.execute("SELECT batch_id, manifest_sha256 FROM manifests").fetchall())
-    return WarehouseFacts(applied, blocked, skipped, landed, certify.pointer(con) or "")
+    return WarehouseFacts(
+        applied, blocked, skipped=skipped, landed=landed, pointer=certify.pointer(con) or ""
+    )
 
 
 def contiguous_ranges(dates: list[str]) -> list[tuple[str, str]]:
@@ -47,7 +49,7 @@ def record_attempt(
         ") VALUES (?, ?, ?, ?, ?)",
         [plan.load_date, plan.attempt_key, status.value, reason, now],
     )
-    set_status(con, "current_orders", [plan.load_date], status, reason, now)
+    set_status(con, "current_orders", keys=[plan.load_date], status=status, reason=reason, now=now)
 
 
 def require_landed(con: duckdb.DuckDBPyConnection, plan: DatePlan) -> None:

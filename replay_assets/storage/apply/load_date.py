@@ -71,7 +71,7 @@ def apply_load_date(
     mode = _mode(con, plan, sealed_ok)
     try:
         stage_fold(con, [b.batch_id for b in plan.batches], plan.load_date)
-        return _apply_folded(con, plan, mode, first_date, run_id, now)
+        return _apply_folded(con, plan, mode=mode, first_date=first_date, run_id=run_id, now=now)
     finally:
         drop_fold(con)
 
@@ -88,7 +88,7 @@ def _apply_folded(
     counts = records.batch_counts(con, plan)
     violations = records.violations(con, plan)
     if violations.height:
-        records.record_blocked(con, plan, violations, counts, now)
+        records.record_blocked(con, plan, found=violations, counts=counts, now=now)
         reasons = tuple(violations["detail"].to_list()[:5])
         return ApplyResult(day, ApplyOutcome.BLOCKED, counts, reasons=reasons)
     if mode == ApplyOutcome.UNCHANGED:
@@ -97,7 +97,16 @@ def _apply_folded(
                 ErrorCode.HISTORY_DIVERGED,
                 f"recomputing load date {day} from raw differs from stored history",
             )
-        return _result(con, day, ApplyOutcome.UNCHANGED, counts, (), first_date, run_id, now)
+        return _result(
+            con,
+            day,
+            mode=ApplyOutcome.UNCHANGED,
+            counts=counts,
+            dates=(),
+            first_date=first_date,
+            run_id=run_id,
+            now=now,
+        )
     if mode == ApplyOutcome.RESTATED:
         records.undo_load_date(con, day, now)
     dates = records.affected_groups(con)
@@ -110,7 +119,9 @@ def _apply_folded(
         "INSERT OR REPLACE INTO load_dates (load_date, identity, applied_at, run_id) VALUES (?, ?, ?, ?)",
         [day, plan.identity, now, run_id],
     )
-    result = _result(con, day, mode, counts, tuple(dates), first_date, run_id, now)
+    result = _result(
+        con, day, mode=mode, counts=counts, dates=tuple(dates), first_date=first_date, run_id=run_id, now=now
+    )
     written = replace(result, rows_written=history + groups + len(counts))
     if result.status is ApplyOutcome.FAILED_CANDIDATE:
         return replace(written, candidate_rows=records.candidate_rows(con, day))
@@ -130,16 +141,33 @@ def _result(
     """Gate the state as of ``day``; certify it (publication, pointer, snapshot) when all pass."""
     snapshot = scan_snapshot(con, day)
     digest, controls = snapshot.digest, snapshot.controls
-    checks = tuple(certify.state_checks(con, day, snapshot, counts, first_date))
+    checks = tuple(certify.state_checks(con, day, snapshot=snapshot, counts=counts, first=first_date))
     if not all_passed(checks):
         return ApplyResult(
-            day, ApplyOutcome.FAILED_CANDIDATE, counts, dates, controls, digest, (failures(checks),), checks
+            day,
+            ApplyOutcome.FAILED_CANDIDATE,
+            counts=counts,
+            affected_business_dates=dates,
+            controls=controls,
+            content_sha256=digest,
+            reasons=(failures(checks),),
+            checks=checks,
         )
     rows = snapshot.rows
     if mode != ApplyOutcome.UNCHANGED:
-        certify.certify_state(con, day, digest, checks, run_id, now)
-        certify.write_snapshot(con, day, controls, rows, digest)
-    return ApplyResult(day, mode, counts, dates, controls, digest, (), checks, row_count=rows)
+        certify.certify_state(con, day, digest=digest, outcomes=checks, run_id=run_id, now=now)
+        certify.write_snapshot(con, day, controls=controls, rows=rows, digest=digest)
+    return ApplyResult(
+        day,
+        mode,
+        counts=counts,
+        affected_business_dates=dates,
+        controls=controls,
+        content_sha256=digest,
+        reasons=(),
+        checks=checks,
+        row_count=rows,
+    )
 
 
 def to_record(result: ApplyResult) -> dict[str, Any]:
@@ -162,13 +190,13 @@ def from_record(record: dict[str, Any]) -> ApplyResult:
     return ApplyResult(
         record["load_date"],
         ApplyOutcome(record["status"]),
-        {b: Counts(**c) for b, c in record["counts"].items()},
-        tuple(record["affected_business_dates"]),
-        Controls(*record["controls"]) if record["controls"] else None,
-        record["content_sha256"],
-        tuple(record["reasons"]),
-        tuple(outcome_from_record(c) for c in record["checks"]),
-        None,
-        record["rows_written"],
-        record["row_count"],
+        counts={b: Counts(**c) for b, c in record["counts"].items()},
+        affected_business_dates=tuple(record["affected_business_dates"]),
+        controls=Controls(*record["controls"]) if record["controls"] else None,
+        content_sha256=record["content_sha256"],
+        reasons=tuple(record["reasons"]),
+        checks=tuple(outcome_from_record(c) for c in record["checks"]),
+        candidate_rows=None,
+        rows_written=record["rows_written"],
+        row_count=record["row_count"],
     )

@@ -109,8 +109,8 @@ def scan_snapshot(con: duckdb.DuckDBPyConnection, day: str) -> Snapshot:
     return Snapshot(
         digest,
         combine_controls(controls),
-        orders.rows + customers.rows,
-        combine(parts["schema"]) if parts["schema"] else check_schema({}),
-        combine(parts["unique"]) if parts["unique"] else check_unique_keys({}),
-        combine(parts["non_negative"]) if parts["non_negative"] else check_non_negative({}),
+        rows=orders.rows + customers.rows,
+        schema=combine(parts["schema"]) if parts["schema"] else check_schema({}),
+        unique_keys=combine(parts["unique"]) if parts["unique"] else check_unique_keys({}),
+        non_negative=combine(parts["non_negative"]) if parts["non_negative"] else check_non_negative({}),
     )

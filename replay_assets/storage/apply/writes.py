@@ -46,9 +46,9 @@ def batch_counts(con: duckdb.DuckDBPyConnection, plan: DatePlan) -> dict[str, Co
         b: Counts(
             int(landed.get(b, 0)),
             outcome.get((b, Outcome.ACCEPTED.value), 0),
-            int(rejected.get(b, 0)),
-            outcome.get((b, Outcome.DUPLICATE.value), 0),
-            outcome.get((b, Outcome.STALE.value), 0),
+            rejected=int(rejected.get(b, 0)),
+            skipped_duplicate=outcome.get((b, Outcome.DUPLICATE.value), 0),
+            skipped_stale=outcome.get((b, Outcome.STALE.value), 0),
         )
         for b in _batches(plan)
     }
@@ -110,7 +110,9 @@ def record_blocked(
             ") VALUES (?, ?, ?, ?, 0, 0, 0, 0, 'BLOCKED')",
             [b, source, plan.load_date, counts[b].source_events],
         )
-    set_status(con, "current_orders", [plan.load_date], PartitionStatus.BLOCKED, reason, now)
+    set_status(
+        con, "current_orders", keys=[plan.load_date], status=PartitionStatus.BLOCKED, reason=reason, now=now
+    )
 
 
 _ORDER_HISTORY = f"""
@@ -215,10 +217,10 @@ def queue_groups(con: duckdb.DuckDBPyConnection, dates: list[str], day: str, now
         set_status(
             con,
             "daily_aggregates",
-            dates,
-            PartitionStatus.PENDING_RESTATEMENT,
-            f"load date {day} changed this business date",
-            now,
+            keys=dates,
+            status=PartitionStatus.PENDING_RESTATEMENT,
+            reason=f"load date {day} changed this business date",
+            now=now,
         )
     counted = one(con, "SELECT count(*) FROM _groups")
     return int(counted[0]) if counted else 0

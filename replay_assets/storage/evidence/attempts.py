@@ -73,9 +73,9 @@ def slo_for(con: duckdb.DuckDBPyConnection, load_date: str, policy: SloPolicy) -
     return evaluate(
         policy,
         load_date,
-        certified_at,
-        parse_instant(str(ready), "ready_at"),
-        started[0] if started and started[0] is not None else None,
-        int(declared),
-        int(landed),
+        certified_at=certified_at,
+        ready_at=parse_instant(str(ready), "ready_at"),
+        run_started_at=started[0] if started and started[0] is not None else None,
+        declared_events=int(declared),
+        landed_events=int(landed),
     )

@@ -69,13 +69,13 @@ def get(con: duckdb.DuckDBPyConnection, operation_id: str) -> Entry | None:
     return Entry(
         row[0],
         row[1],
-        row[2],
-        row[3],
-        row[4],
-        CommitState(row[5]),
-        int(row[6]),
-        json.loads(row[7]) if row[7] else None,
-        row[8],
+        asset=row[2],
+        partition_key=row[3],
+        intent_digest=row[4],
+        state=CommitState(row[5]),
+        version=int(row[6]),
+        result=json.loads(row[7]) if row[7] else None,
+        target_sha256=row[8],
     )
 
 
@@ -96,7 +96,16 @@ def create_or_get(con: duckdb.DuckDBPyConnection, op: Operation, actor: str, now
         ") VALUES (?, ?, ?, ?, ?, ?, 1, NULL, NULL, ?, ?)",
         [op.operation_id, op.kind, op.asset, op.partition_key, op.intent_digest, S.PREPARING.value, now, now],
     )
-    _audit(con, op.operation_id, 1, None, S.PREPARING, actor, "intent recorded", now)
+    _audit(
+        con,
+        op.operation_id,
+        version=1,
+        before=None,
+        after=S.PREPARING,
+        actor=actor,
+        note="intent recorded",
+        now=now,
+    )
     return _reload(con, op.operation_id)
 
 
@@ -132,7 +141,16 @@ def cas(
             ErrorCode.RECOVERY_CONFLICT,
             f"operation {entry.operation_id[:16]} changed concurrently (expected version {entry.version})",
         )
-    _audit(con, entry.operation_id, int(rows[0][0]), entry.state, nxt, actor, note, now)
+    _audit(
+        con,
+        entry.operation_id,
+        version=int(rows[0][0]),
+        before=entry.state,
+        after=nxt,
+        actor=actor,
+        note=note,
+        now=now,
+    )
     return _reload(con, entry.operation_id)
 
 
@@ -241,18 +259,30 @@ def execute(
         fix = Operation(
             operation_id(f"repair_{op.kind}", op.asset, op.partition_key, identity),
             op.intent_digest,
-            f"repair_{op.kind}",
-            op.asset,
-            op.partition_key,
-            identity,
+            kind=f"repair_{op.kind}",
+            asset=op.asset,
+            partition_key=op.partition_key,
+            input_identity=identity,
         )
-        return execute(warehouse, fix, repair, evidence, target_now, clock, fail_point, actor, repair)
+        return execute(
+            warehouse,
+            fix,
+            mutate=repair,
+            evidence=evidence,
+            target_now=target_now,
+            clock=clock,
+            fail_point=fail_point,
+            actor=actor,
+            repair=repair,
+        )
     if step is Next.RETURN_RECORDED:
         assert entry.result is not None
         return entry.result
     if step is Next.MUTATE:
-        entry = _mutate(warehouse, op, entry, mutate, clock, fail_point, actor)
-    return _complete(warehouse, op, evidence, clock, fail_point, actor)
+        entry = _mutate(
+            warehouse, op, entry=entry, mutate=mutate, clock=clock, fail_point=fail_point, actor=actor
+        )
+    return _complete(warehouse, op, evidence=evidence, clock=clock, fail_point=fail_point, actor=actor)
 
 
 def _mutate(
@@ -267,17 +297,17 @@ def _mutate(
     with _unheld(warehouse) as con:
         entry = get(con, op.operation_id) or entry
         for nxt in _path_to_committing(entry.state):
-            entry = cas(con, entry, nxt, actor, "ready to mutate", clock())
+            entry = cas(con, entry, nxt=nxt, actor=actor, note="ready to mutate", now=clock())
     failpoints.hit(fail_point, f"{op.kind}:after_committing")
     try:
         with _unheld(warehouse) as con:
             result, sha = mutate(con)
             failpoints.hit(fail_point, f"{op.kind}:inside_target")
-            return _fence(con, op, actor, clock, result, sha)
+            return _fence(con, op, actor=actor, clock=clock, result=result, sha=sha)
     except Divert as divert:
         with _unheld(warehouse) as con:
             result, sha = divert.instead(con)
-            return _fence(con, op, actor, clock, result, sha)
+            return _fence(con, op, actor=actor, clock=clock, result=result, sha=sha)
 
 
 def _path_to_committing(state: CommitState) -> list[CommitState]:
@@ -301,12 +331,12 @@ def _fence(
     return cas(
         con,
         _reload(con, op.operation_id),
-        S.TARGET_COMMITTED,
-        actor,
-        "target committed with its fence",
-        clock(),
-        result,
-        sha,
+        nxt=S.TARGET_COMMITTED,
+        actor=actor,
+        note="target committed with its fence",
+        now=clock(),
+        result=result,
+        target_sha256=sha,
     )
 
 
@@ -322,15 +352,24 @@ def _complete(
     with _unheld(warehouse) as con:
         entry = _reload(con, op.operation_id)
         if entry.state is S.COMMITTING:  # the fence proved the commit of an interrupted attempt
-            entry = cas(con, entry, S.TARGET_COMMITTED, actor, "fence found: the mutation committed", clock())
+            entry = cas(
+                con,
+                entry,
+                nxt=S.TARGET_COMMITTED,
+                actor=actor,
+                note="fence found: the mutation committed",
+                now=clock(),
+            )
         if entry.state is S.TARGET_COMMITTED:
-            entry = cas(con, entry, S.COMMITTED_INCOMPLETE, actor, "completing evidence", clock())
+            entry = cas(
+                con, entry, nxt=S.COMMITTED_INCOMPLETE, actor=actor, note="completing evidence", now=clock()
+            )
     failpoints.hit(fail_point, f"{op.kind}:before_evidence")
     evidence()
     with _unheld(warehouse) as con:
         entry = _reload(con, op.operation_id)
         if entry.state is S.COMMITTED_INCOMPLETE:
-            entry = cas(con, entry, S.COMPLETE, actor, "evidence complete", clock())
+            entry = cas(con, entry, nxt=S.COMPLETE, actor=actor, note="evidence complete", now=clock())
     failpoints.hit(fail_point, f"{op.kind}:after_complete")
     assert entry.result is not None
     return entry.result
@@ -357,11 +396,11 @@ def finish_committed(
     for op_id, kind, asset, key, digest, identity in rows:
         _complete(
             warehouse,
-            Operation(op_id, digest, kind, asset, key, identity),
-            evidence,
-            clock,
-            fail_point,
-            "recovery:run",
+            Operation(op_id, digest, kind=kind, asset=asset, partition_key=key, input_identity=identity),
+            evidence=evidence,
+            clock=clock,
+            fail_point=fail_point,
+            actor="recovery:run",
         )
         finished.append(str(op_id))
     return finished

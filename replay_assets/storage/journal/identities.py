@@ -31,10 +31,10 @@ def publish_operation(con: duckdb.DuckDBPyConnection, dates: list[str]) -> journ
     return journal.Operation(
         operation_id("publish_aggregates", "daily_aggregates", key, input_identity),
         intent_digest({"business_dates": dates}),
-        "publish_aggregates",
-        "daily_aggregates",
-        key,
-        input_identity,
+        kind="publish_aggregates",
+        asset="daily_aggregates",
+        partition_key=key,
+        input_identity=input_identity,
     )
 
 
@@ -60,8 +60,8 @@ def apply_operation(con: duckdb.DuckDBPyConnection, plan: DatePlan) -> journal.O
     return journal.Operation(
         operation_id("apply_load_date", "current_orders", plan.load_date, input_identity),
         intent_digest(intent),
-        "apply_load_date",
-        "current_orders",
-        plan.load_date,
-        input_identity,
+        kind="apply_load_date",
+        asset="current_orders",
+        partition_key=plan.load_date,
+        input_identity=input_identity,
     )

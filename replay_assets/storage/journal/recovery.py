@@ -17,8 +17,8 @@ import duckdb
 from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.journal import IN_DOUBT, MUTATION_BEGUN, Next, next_step
 from replay_assets.core.status import CommitState
-from replay_assets.storage.ports import WarehouseWriter
 from replay_assets.storage.journal import executor as journal
+from replay_assets.storage.ports import WarehouseWriter
 
 S = CommitState
 
@@ -77,7 +77,14 @@ def plan(con: duckdb.DuckDBPyConnection, operation_id: str) -> Plan:
     entry = _entry(con, operation_id)
     fence = journal.fence_committed(con, operation_id)
     actions, explanation = _actions(entry.state, fence)
-    return Plan(operation_id, entry.state, entry.version, fence, actions, explanation)
+    return Plan(
+        operation_id,
+        entry.state,
+        version=entry.version,
+        fence=fence,
+        actions=actions,
+        explanation=explanation,
+    )
 
 
 def _actions(state: CommitState, fence: bool) -> tuple[list[Action], str]:
@@ -125,24 +132,26 @@ def apply(
             return _walk(
                 con,
                 entry,
-                [S.FAILED_PRE_COMMIT]
+                states=[S.FAILED_PRE_COMMIT]
                 if entry.state in (S.PREPARING, S.PREPARED)
                 else [S.PREPARED, S.FAILED_PRE_COMMIT],
-                actor,
-                what,
-                now,
+                actor=actor,
+                note=what,
+                now=now,
             )
         if action is Action.MARK_UNKNOWN:
-            return journal.cas(con, entry, S.COMMIT_UNKNOWN, actor, what, now)
+            return journal.cas(con, entry, nxt=S.COMMIT_UNKNOWN, actor=actor, note=what, now=now)
         if action is Action.MARK_NOT_COMMITTED:
-            return _walk(con, entry, [S.PREPARED, S.FAILED_PRE_COMMIT], actor, what, now)
+            return _walk(
+                con, entry, states=[S.PREPARED, S.FAILED_PRE_COMMIT], actor=actor, note=what, now=now
+            )
         if entry.state in (S.COMMIT_UNKNOWN, S.COMMITTING):
-            entry = journal.cas(con, entry, S.TARGET_COMMITTED, actor, what, now)
+            entry = journal.cas(con, entry, nxt=S.TARGET_COMMITTED, actor=actor, note=what, now=now)
         if entry.state is S.TARGET_COMMITTED:
-            entry = journal.cas(con, entry, S.COMMITTED_INCOMPLETE, actor, what, now)
+            entry = journal.cas(con, entry, nxt=S.COMMITTED_INCOMPLETE, actor=actor, note=what, now=now)
     evidence()
     with warehouse.transaction() as con:
-        return journal.cas(con, _entry(con, operation_id), S.COMPLETE, actor, what, now)
+        return journal.cas(con, _entry(con, operation_id), nxt=S.COMPLETE, actor=actor, note=what, now=now)
 
 
 def _walk(
@@ -154,7 +163,7 @@ def _walk(
     now: dt.datetime,
 ) -> journal.Entry:
     for state in states:
-        entry = journal.cas(con, entry, state, actor, note, now)
+        entry = journal.cas(con, entry, nxt=state, actor=actor, note=note, now=now)
     return entry
 
 

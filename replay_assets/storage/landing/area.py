@@ -134,12 +134,12 @@ def to_delivery(seen: Seen, now: dt.datetime, limits: Limits) -> Delivery:
     return Delivery(
         m.source,
         m.batch_id,
-        m.load_date,
-        m.sha256,
-        m.ready_at.isoformat(),
-        f"{reason} ({seen.path.name})" if reason else None,
-        m.supersedes,
-        fingerprint,
+        load_date=m.load_date,
+        manifest_sha256=m.sha256,
+        ready_at=m.ready_at.isoformat(),
+        not_ready=f"{reason} ({seen.path.name})" if reason else None,
+        supersedes=m.supersedes,
+        fingerprint=fingerprint,
     )
 
 
@@ -163,10 +163,10 @@ def unreadable_delivery(seen: Seen, landing: Path) -> Delivery | None:
     return Delivery(
         source,
         label,
-        day,
-        sha256_text(canonical_json(["unreadable", str(where), seen.error])),
-        "",
-        f"manifest {where} cannot be read: {seen.error}",
+        load_date=day,
+        manifest_sha256=sha256_text(canonical_json(["unreadable", str(where), seen.error])),
+        ready_at="",
+        not_ready=f"manifest {where} cannot be read: {seen.error}",
     )
 
 

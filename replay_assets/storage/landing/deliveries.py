@@ -31,7 +31,16 @@ def write_delivery(
     """Write one delivery (data file, then manifest) atomically, replacing what was there (a
     source re-delivering; tests and seed scenarios); returns the manifest path. ``parquet``
     (file content) replaces ``lines`` for a Parquet delivery."""
-    content = _delivery(source, load_date, batch_id, lines, ready_at, seq_range, supersedes, parquet)
+    content = _delivery(
+        source,
+        load_date,
+        batch_id=batch_id,
+        lines=lines,
+        ready_at=ready_at,
+        seq_range=seq_range,
+        supersedes=supersedes,
+        parquet=parquet,
+    )
     folder = landing / source / load_date
     folder.mkdir(parents=True, exist_ok=True)
     for name, data in content:
@@ -58,7 +67,16 @@ def create_delivery(
         (NameKind.LOAD_DATE, load_date),
     ):
         check_name(kind, value)
-    content = _delivery(source, load_date, batch_id, lines, ready_at, None, (), parquet)
+    content = _delivery(
+        source,
+        load_date,
+        batch_id=batch_id,
+        lines=lines,
+        ready_at=ready_at,
+        seq_range=None,
+        supersedes=(),
+        parquet=parquet,
+    )
     folder = landing / source / load_date
     manifest = folder / content[-1][0]
     elsewhere = [p for p, _ in manifest_paths(landing) if p.name == manifest.name and p != manifest]

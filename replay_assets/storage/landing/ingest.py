@@ -94,7 +94,7 @@ def land_batch(
             raise ReplayError(
                 ErrorCode.BATCH_ID_REUSED, f"batch {manifest.batch_id} was landed before with other content"
             )
-        return Landed(manifest.batch_id, 0, 0, 0, 0, new=False)
+        return Landed(manifest.batch_id, 0, rejected=0, violations=0, bytes_read=0, new=False)
     base = {"batch_id": manifest.batch_id, "source": manifest.source, "load_date": manifest.load_date}
     rejected: list[dict[str, Any]] = []
     violations: list[dict[str, Any]] = []
@@ -113,15 +113,22 @@ def land_batch(
     for f in files:
         where = {**base, "source_file": f.name}
         for chunk in hashed_chunks(f.chunks(line_bytes=ctx.max_line_bytes)):
-            events += _land_chunk(con, where, chunk, ctx, now, rejected, violations)
-    _insert_manifest(con, manifest, files, events, now)
+            events += _land_chunk(
+                con, where, chunk=chunk, ctx=ctx, now=now, rejected=rejected, violations=violations
+            )
+    _insert_manifest(con, manifest, files=files, events=events, now=now)
     if rejected:
         insert_frame(con, "rejected_events", pl.DataFrame(rejected).drop("source"))
     if violations:
         frame = pl.DataFrame(violations, infer_schema_length=None).drop("source")
         insert_frame(con, "batch_violations", frame.with_columns(pl.lit(now).alias("detected_at")))
     return Landed(
-        manifest.batch_id, events, len(rejected), len(violations), sum(f.size for f in files), new=True
+        manifest.batch_id,
+        events,
+        rejected=len(rejected),
+        violations=len(violations),
+        bytes_read=sum(f.size for f in files),
+        new=True,
     )
 
 

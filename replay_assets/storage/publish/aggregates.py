@@ -60,11 +60,11 @@ class Published:
         return cls(
             r["business_date"],
             r["version"],
-            r["content_sha256"],
-            r["rows"],
-            checks,
-            r["as_of_load_date"],
-            r["candidate_bytes"],
+            content_sha256=r["content_sha256"],
+            rows=r["rows"],
+            checks=checks,
+            as_of_load_date=r["as_of_load_date"],
+            candidate_bytes=r["candidate_bytes"],
         )
 
 
@@ -108,15 +108,35 @@ def publish_aggregates(
                 certify.aggregate_checks(
                     rows,
                     recomputed.filter(pl.col("business_date") == day).cast(candidates.schema),
-                    reconciliation,
-                    as_of,
-                    str(first[0]) if first else as_of,
-                    certified,
+                    reconciliation=reconciliation,
+                    as_of=as_of,
+                    first=str(first[0]) if first else as_of,
+                    certified=certified,
                 )
             )
             digest = content_sha256(rows, AGG_KEY)
-            version, kept = _publish_or_keep(con, home, day, rows, digest, as_of, checks, run_id, now)
-            out.append(Published(day, version, digest, rows.height, checks, as_of, kept))
+            version, kept = _publish_or_keep(
+                con,
+                home,
+                day=day,
+                rows=rows,
+                digest=digest,
+                as_of=as_of,
+                checks=checks,
+                run_id=run_id,
+                now=now,
+            )
+            out.append(
+                Published(
+                    day,
+                    version,
+                    content_sha256=digest,
+                    rows=rows.height,
+                    checks=checks,
+                    as_of_load_date=as_of,
+                    candidate_bytes=kept,
+                )
+            )
     return out
 
 
@@ -151,10 +171,21 @@ def _publish_or_keep(
     keeps on disk for inspection (0 when it passed)."""
     if not all_passed(checks):
         kept = certify.record_failed_candidate(
-            con, home, "daily_aggregates", day, as_of, digest, checks, rows, run_id, now
+            con,
+            home,
+            asset="daily_aggregates",
+            key=day,
+            as_of=as_of,
+            digest=digest,
+            outcomes=checks,
+            rows=rows,
+            run_id=run_id,
+            now=now,
         )
         return None, kept.stat().st_size
-    version = certify.record_publication(con, "daily_aggregates", day, as_of, digest, checks, run_id, now)
+    version = certify.record_publication(
+        con, "daily_aggregates", key=day, as_of=as_of, digest=digest, outcomes=checks, run_id=run_id, now=now
+    )
     if version is not None and rows.height:
         insert_frame(
             con,

@@ -160,10 +160,10 @@ def record_publication(
         set_status(
             con,
             asset,
-            [key],
-            PartitionStatus.RESTATED if last[0] > 1 else PartitionStatus.CERTIFIED,
-            "unchanged: re-audited" if last[1] == digest else "a newer publication stays",
-            now,
+            keys=[key],
+            status=PartitionStatus.RESTATED if last[0] > 1 else PartitionStatus.CERTIFIED,
+            reason="unchanged: re-audited" if last[1] == digest else "a newer publication stays",
+            now=now,
         )
         return None
     version = 1 if last is None else last[0] + 1
@@ -178,11 +178,11 @@ def record_publication(
     set_status(
         con,
         asset,
-        [key],
-        PartitionStatus.CERTIFIED if version == 1 else PartitionStatus.RESTATED,
-        reason,
-        now,
-        (version, digest),
+        keys=[key],
+        status=PartitionStatus.CERTIFIED if version == 1 else PartitionStatus.RESTATED,
+        reason=reason,
+        now=now,
+        last_good=(version, digest),
     )
     return version
 
@@ -197,7 +197,17 @@ def certify_state(
     repair_reason: str | None = None,
 ) -> None:
     """Publish the load date's snapshot and move the consumer pointer to it (never backwards)."""
-    record_publication(con, "current_orders", day, day, digest, outcomes, run_id, now, repair_reason)
+    record_publication(
+        con,
+        "current_orders",
+        key=day,
+        as_of=day,
+        digest=digest,
+        outcomes=outcomes,
+        run_id=run_id,
+        now=now,
+        repair_reason=repair_reason,
+    )
     current = pointer(con)
     if current is None or current < day:
         con.execute("INSERT OR REPLACE INTO pointers (name, value) VALUES ('published_load_date', ?)", [day])
@@ -242,7 +252,7 @@ def record_failed_candidate(
             path.stat().st_size,
         ],
     )
-    set_status(con, asset, [key], PartitionStatus.FAILED_CANDIDATE, reason, now)
+    set_status(con, asset, keys=[key], status=PartitionStatus.FAILED_CANDIDATE, reason=reason, now=now)
     return path
 
 
