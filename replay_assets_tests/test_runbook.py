@@ -1,5 +1,6 @@
 """docs/runbook.md is executable: its commands, in order, handle the seed-003 incident (a corrupted
-historical publication found after the current load was retried)."""
+historical publication found after the current load was retried), and its late-delivery block
+applies a correction for a sealed load date."""
 
 import os
 import re
@@ -9,6 +10,9 @@ from pathlib import Path
 
 from replay_assets.demo.scenarios import seed003
 from replay_assets.demo.seed003 import legacy_history, session_at
+from replay_assets.usecases.context import Pipeline
+from replay_assets_tests.storage.test_bad_input import D1, D2, D3, NOW
+from replay_assets_tests.storage.test_late_delivery import _everything, late_scenario
 
 PROJECT = Path(__file__).resolve().parents[1]
 RUNBOOK = PROJECT / "docs" / "runbook.md"
@@ -115,3 +119,39 @@ def test_the_runbook_commands_repair_the_seed_003_incident(tmp_path: Path) -> No
         }
     ]
     s.close()
+
+
+def late_delivery_commands() -> list[str]:
+    """The runbook's late-delivery block (step 4), with its ``$LATE_DATE`` and ``$LATEST``."""
+    blocks = re.findall(r"```sh late-delivery\n(.*?)```", RUNBOOK.read_text(encoding="utf-8"), flags=re.S)
+    assert len(blocks) == 1
+    return [line for line in blocks[0].splitlines() if line.strip()]
+
+
+def test_the_runbook_late_delivery_step_equals_the_batch_on_time(tmp_path: Path) -> None:
+    """A correction for a sealed load date, applied by the runbook's commands through a real
+    Dagster backfill in the backfill lane: the result equals the correction delivered on time."""
+    on_time = late_scenario(tmp_path / "on-time", on_time=True)
+    late = late_scenario(tmp_path / "late", on_time=False)
+    home = late.settings.home
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("REPLAY_ASSETS_", "DAGSTER_"))},
+        "REPLAY_ASSETS_HOME": str(home),
+        "DAGSTER_HOME": str(home / "dagster"),
+        "REPLAY_ASSETS_NOW": NOW,
+        "LATE_DATE": D2,
+        "LATEST": D3,
+    }
+    bin_dir = str(Path(sys.executable).parent)
+    for command in late_delivery_commands():
+        done = subprocess.run(
+            ["bash", "-c", command.replace("uv run ", f"{bin_dir}/")],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert done.returncode == 0, f"{command}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
+    dates = [D1, D2, D3]
+    assert _everything(Pipeline(late.settings), dates) == _everything(on_time, dates)

@@ -244,7 +244,7 @@ def _status(
             return DateStatus.RESTATE, "a new delivery for the latest applied load date"
         return DateStatus.LATE_DELIVERY, (
             "REPLAY_LOAD_DATE_SEALED: a new delivery for a load date that later dates already "
-            "built on; backfill this date through the latest in the backfill lane"
+            f"built on; backfill --from {day} --to {latest} in the backfill lane"
         )
     if reuse:
         return DateStatus.BLOCKED, reuse
@@ -314,3 +314,28 @@ def with_waiting_statuses(
         row.update(status=WAITING_PARTITION_STATUS[plan.status].value, reason=plan.reason, updated_at=now)
         by_key[key] = row
     return [by_key[key] for key in sorted(by_key)]
+
+
+def late_delivery_range(plans: Sequence[DatePlan]) -> tuple[str, str] | None:
+    """The load dates a backfill must cover while a late delivery waits on a sealed date: from the
+    earliest such date to the latest applied one (each is re-applied on the one before). None when
+    no late delivery waits."""
+    late = [p.load_date for p in plans if p.status is DateStatus.LATE_DELIVERY]
+    if not late:
+        return None
+    applied = [p.load_date for p in plans if p.status in (DateStatus.APPLIED, DateStatus.LATE_DELIVERY)]
+    return min(late), max(applied)
+
+
+def refuse_partial_backfill(plans: Sequence[DatePlan], first: str, last: str) -> str | None:
+    """Why a load-date backfill of ``first..last`` must be refused before anything mutates, or
+    None: while a late delivery waits, a range that starts after its date or stops before the
+    latest applied date would re-apply part of the chain."""
+    needed = late_delivery_range(plans)
+    if needed is None or (first <= needed[0] and last >= needed[1]):
+        return None
+    return (
+        f"load date {needed[0]} has a late delivery and later dates built on it: the backfill must "
+        f"re-apply {needed[0]}..{needed[1]} in order (--from {needed[0]} --to {needed[1]}), "
+        f"not {first}..{last}"
+    )

@@ -30,6 +30,7 @@ JOB_OF_ASSET = {
     "current_customers": "apply_load_date_job",
     "daily_aggregates": "restate_aggregates_job",
 }
+LOAD_DATE_ASSETS = frozenset(a for a, job in JOB_OF_ASSET.items() if job == "apply_load_date_job")
 DONE = {dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED}
 POLL_SECONDS = 1.0
 

@@ -21,6 +21,7 @@ from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.events import canonical_json, jsonl_lines, sha256_text
 from replay_assets.core.manifest import ManifestError, parse_instant
 from replay_assets.core.names import BadName, NameKind, check_name
+from replay_assets.core.plan import refuse_partial_backfill
 from replay_assets.core.slo import Slo
 from replay_assets.core.status import DateStatus
 from replay_assets.definitions import settings_from_environment
@@ -29,6 +30,7 @@ from replay_assets.entrypoints.session import Session
 from replay_assets.storage.landing.deliveries import create_delivery
 from replay_assets.storage.publish import exports
 from replay_assets.usecases.context import Pipeline
+from replay_assets.usecases.decide import read_decision
 from replay_assets.usecases.operations import Operations
 from replay_assets.usecases.recover import refresh_published
 from replay_assets.usecases.resolve import resolve
@@ -163,6 +165,11 @@ def cmd_backfill(args: argparse.Namespace) -> int:
 
     if args.from_ > args.to:
         raise ReplayError(ErrorCode.USAGE, f"--from {args.from_} is after --to {args.to}")
+    if args.asset in backfill.LOAD_DATE_ASSETS:
+        plans = read_decision(Pipeline(settings_from_environment(args.home))).plans
+        refused = refuse_partial_backfill(plans, args.from_, args.to)
+        if refused:
+            raise ReplayError(ErrorCode.USAGE, refused)
     session = _session(args)
     backfill_id = backfill.launch(
         session, args.asset, first=args.from_, last=args.to, note=args.note, operator=getpass.getuser()

@@ -1,49 +1,69 @@
 """Applying one landed load date: fold it and gate the result in the same transaction, as a
 journaled operation, so a retry (another try or run id, after a crash anywhere) never mutates
 twice. BLOCKED evidence is committed before the error is raised; a failed candidate is rolled
-back, then kept inspectable while consumers keep the last certified state."""
+back, then kept inspectable while consumers keep the last certified state.
+
+A late delivery on a sealed load date D (later dates already built on it; the backfill lane
+only) re-applies the chain D..latest applied date in order, each date folded again whole on the
+state the previous one left and gated, all in the one transaction of D's operation: consumers see
+the old chain or the new one, never a mix, and a kill anywhere leaves the old one."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import duckdb
 
 from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.plan import DatePlan
-from replay_assets.core.status import ApplyOutcome, DateStatus
-from replay_assets.storage.apply.facts import require_landed
+from replay_assets.core.status import ApplyOutcome, DateStatus, PartitionStatus
+from replay_assets.storage.apply.facts import record_attempt, require_landed
 from replay_assets.storage.apply.load_date import ApplyResult, apply_load_date, from_record, to_record
+from replay_assets.storage.apply.writes import undo_load_date
 from replay_assets.storage.db import failpoints
 from replay_assets.storage.evidence.costs import Cost, measure, record_cost
 from replay_assets.storage.journal import executor as journal
 from replay_assets.storage.journal.identities import apply_operation
 from replay_assets.storage.publish import certify
 from replay_assets.usecases.context import Pipeline
-from replay_assets.usecases.decide import APPLICABLE, decide_with, plan_for
+from replay_assets.usecases.decide import APPLICABLE, Decision, decide_with, plan_for
+from replay_assets.usecases.land import land
 from replay_assets.usecases.recover import refresh_published
 
 
 def apply(pipeline: Pipeline, load_date: str, run_id: str | None, sealed_ok: bool = False) -> ApplyResult:
+    allowed = APPLICABLE | ({DateStatus.LATE_DELIVERY} if sealed_ok else set())
+    with pipeline.warehouse.connect() as con:
+        decision, _ = decide_with(pipeline, con)
+    chain = _chain(decision, plan_for(decision, load_date))
+    for later in chain[1:]:  # another late delivery inside the chain: land it now, in date order
+        if later.status is DateStatus.LATE_DELIVERY:
+            land(pipeline, later.load_date, run_id, sealed_ok=True)
     with pipeline.warehouse.connect() as con:
         decision, _ = decide_with(pipeline, con)
         plan = plan_for(decision, load_date)
-        allowed = APPLICABLE | ({DateStatus.LATE_DELIVERY} if sealed_ok else set())
         if plan.status not in allowed:
             raise ReplayError(ErrorCode.NOT_READY, f"load date {load_date} is {plan.status}: {plan.reason}")
-        require_landed(con, plan)
+        chain = _chain(decision, plan)
+        for each in chain:
+            require_landed(con, each)
         op = apply_operation(con, plan)
     first = decision.plans[0].load_date
 
     def mutate(con: duckdb.DuckDBPyConnection) -> tuple[dict[str, Any], str | None]:
         with measure() as cost:
-            result = apply_load_date(
-                con, plan, first_date=first, run_id=run_id, now=pipeline.now(), sealed_ok=sealed_ok
-            )
-        if result.status is ApplyOutcome.FAILED_CANDIDATE:
+            results = _apply_chain(pipeline, con, chain, first=first, run_id=run_id, sealed_ok=sealed_ok)
+        result, stopped = _chained(results), results[-1]
+        if stopped.status is ApplyOutcome.FAILED_CANDIDATE:
+            failed = chain[len(results) - 1]
             raise journal.Divert(
-                lambda c: _keep_failed_state(pipeline, c, plan=plan, result=result, cost=cost, run_id=run_id)
+                lambda c: _keep_failed_state(
+                    pipeline, c, plan=failed, result=stopped, cost=cost, run_id=run_id
+                )
             )
+        if stopped.status is ApplyOutcome.BLOCKED and len(results) > 1:
+            raise journal.Divert(lambda c: _block_chain(pipeline, c, chain=chain, blocked=stopped))
         _record_apply_cost(pipeline, con, result=result, cost=cost, run_id=run_id, candidate_bytes=0)
         failpoints.hit(pipeline.settings.fail_point, "apply.before_commit")
         certified = result.status in (ApplyOutcome.APPLIED, ApplyOutcome.RESTATED, ApplyOutcome.UNCHANGED)
@@ -157,3 +177,61 @@ def _keep_failed_state(
         [plan.load_date, plan.gate_key, DateStatus.FAILED_CANDIDATE.value, result.reasons[0], pipeline.now()],
     )
     return to_record(result), None
+
+
+def _chain(decision: Decision, plan: DatePlan) -> list[DatePlan]:
+    """The load dates one application writes: the date itself, or for a late delivery on a sealed
+    date D, D and every applied date after it (each built on the one before)."""
+    if plan.status is not DateStatus.LATE_DELIVERY:
+        return [plan]
+    later = (DateStatus.APPLIED, DateStatus.LATE_DELIVERY)
+    return [p for p in decision.plans if p.load_date >= plan.load_date and p.status in later]
+
+
+def _apply_chain(
+    pipeline: Pipeline,
+    con: duckdb.DuckDBPyConnection,
+    chain: list[DatePlan],
+    *,
+    first: str,
+    run_id: str | None,
+    sealed_ok: bool,
+) -> list[ApplyResult]:
+    """Fold and gate each date of the chain in order, in the caller's transaction; stops at the
+    first date that is blocked or fails its gate."""
+    for later in chain[1:]:  # their event ids and history may meet the late delivery's: undo first
+        undo_load_date(con, later.load_date, pipeline.now())
+    results: list[ApplyResult] = []
+    for n, each in enumerate(chain):
+        if n:
+            failpoints.hit(pipeline.settings.fail_point, "restate.between_dates")
+        result = apply_load_date(
+            con, each, first_date=first, run_id=run_id, now=pipeline.now(), sealed_ok=sealed_ok, restate=n > 0
+        )
+        results.append(result)
+        if result.status in (ApplyOutcome.FAILED_CANDIDATE, ApplyOutcome.BLOCKED):
+            break
+    return results
+
+
+def _chained(results: list[ApplyResult]) -> ApplyResult:
+    """The first date's result, with what the whole chain changed."""
+    dates = sorted({d for r in results for d in r.affected_business_dates})
+    return replace(
+        results[0],
+        affected_business_dates=tuple(dates),
+        rows_written=sum(r.rows_written for r in results),
+    )
+
+
+def _block_chain(
+    pipeline: Pipeline, con: duckdb.DuckDBPyConnection, *, chain: list[DatePlan], blocked: ApplyResult
+) -> tuple[dict[str, Any], str | None]:
+    """A later date of the chain broke the contract with the late delivery in place (e.g. an event
+    id it reuses with other content): nothing of the chain applies; the late date is BLOCKED."""
+    reason = (
+        f"re-applying {chain[0].load_date}..{chain[-1].load_date} for its late delivery: "
+        f"load date {blocked.load_date} is blocked: {blocked.reasons[0]}"
+    )
+    record_attempt(con, chain[0], PartitionStatus.BLOCKED, reason, pipeline.now())
+    return to_record(ApplyResult(chain[0].load_date, ApplyOutcome.BLOCKED, reasons=(reason,))), None

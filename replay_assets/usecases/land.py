@@ -10,7 +10,7 @@ import duckdb
 from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.events import ValidationContext
 from replay_assets.core.manifest import Manifest
-from replay_assets.core.status import PartitionStatus
+from replay_assets.core.status import DateStatus, PartitionStatus
 from replay_assets.storage.apply.facts import record_attempt
 from replay_assets.storage.evidence.costs import measure, record_cost
 from replay_assets.storage.landing import area as landing_area
@@ -19,14 +19,18 @@ from replay_assets.usecases.context import Pipeline
 from replay_assets.usecases.decide import APPLICABLE, decide_with, plan_for
 
 
-def land(pipeline: Pipeline, load_date: str, run_id: str | None = None) -> list[Landed]:
+def land(
+    pipeline: Pipeline, load_date: str, run_id: str | None = None, *, sealed_ok: bool = False
+) -> list[Landed]:
     """Land every active batch of the load date. A mismatch rolls everything back, records
-    BLOCKED_UPSTREAM naming the file and lands nothing."""
+    BLOCKED_UPSTREAM naming the file and lands nothing. ``sealed_ok`` (the backfill lane) also
+    lands a late delivery for a load date later dates already built on."""
+    allowed = APPLICABLE | ({DateStatus.LATE_DELIVERY} if sealed_ok else set())
     try:
         with pipeline.warehouse.transaction() as con:
             decision, by_sha = decide_with(pipeline, con)
             plan = plan_for(decision, load_date)
-            if plan.status not in APPLICABLE:
+            if plan.status not in allowed:
                 raise ReplayError(
                     ErrorCode.NOT_READY, f"load date {load_date} is {plan.status}: {plan.reason}"
                 )

@@ -42,9 +42,11 @@ class ApplyResult:
     row_count: int = 0  # rows of the state snapshot as of the load date
 
 
-def _mode(con: duckdb.DuckDBPyConnection, plan: DatePlan, sealed_ok: bool) -> ApplyOutcome:
+def _mode(con: duckdb.DuckDBPyConnection, plan: DatePlan, sealed_ok: bool, restate: bool) -> ApplyOutcome:
     day = plan.load_date
     row = one(con, "SELECT identity FROM load_dates WHERE load_date = ?", [day])
+    if restate and row is not None:
+        return ApplyOutcome.RESTATED  # an earlier load date of its chain was folded again
     latest = one(con, "SELECT max(load_date) FROM load_dates")
     later = latest is not None and latest[0] is not None and latest[0] > day
     if later and not sealed_ok:
@@ -65,10 +67,14 @@ def apply_load_date(
     run_id: str | None,
     now: dt.datetime,
     sealed_ok: bool = False,
+    *,
+    restate: bool = False,
 ) -> ApplyResult:
     """Fold the load date onto state as of the day before. Idempotent: the same input again
-    verifies against stored history (REPLAY_HISTORY_DIVERGED if it differs) and writes nothing."""
-    mode = _mode(con, plan, sealed_ok)
+    verifies against stored history (REPLAY_HISTORY_DIVERGED if it differs) and writes nothing.
+    ``restate`` folds an applied date again whole although its own input is unchanged: a late
+    delivery re-applied an earlier date, so the state it builds on changed."""
+    mode = _mode(con, plan, sealed_ok, restate)
     try:
         stage_fold(con, [b.batch_id for b in plan.batches], plan.load_date)
         return _apply_folded(con, plan, mode=mode, first_date=first_date, run_id=run_id, now=now)

@@ -165,8 +165,11 @@ def affected_groups(con: duckdb.DuckDBPyConnection) -> list[str]:
 
 def undo_load_date(con: duckdb.DuckDBPyConnection, day: str, now: dt.datetime) -> None:
     """Before folding a load date again whole: its groups are re-queued, its writes removed."""
-    con.execute(
-        "UPDATE restatement_queue SET released_at = NULL, queued_at = ? WHERE load_date = ?", [now, day]
+    con.execute(  # queued_at strictly increases: a group queued again is a new publication to make
+        """UPDATE restatement_queue SET released_at = NULL,
+                  queued_at = greatest(CAST(? AS TIMESTAMPTZ), queued_at + INTERVAL 1 MICROSECOND)
+           WHERE load_date = ?""",
+        [now, day],
     )
     for table in ("order_history", "customer_history", "event_registry"):
         con.execute(f"DELETE FROM {table} WHERE load_date = ?", [day])
@@ -210,7 +213,8 @@ def queue_groups(con: duckdb.DuckDBPyConnection, dates: list[str], day: str, now
         INSERT INTO restatement_queue (business_date, store_id, load_date, queued_at, released_at)
         SELECT business_date, store_id, ?, ?, NULL FROM _groups
         ON CONFLICT (business_date, store_id, load_date)
-        DO UPDATE SET released_at = NULL, queued_at = excluded.queued_at""",
+        DO UPDATE SET released_at = NULL, queued_at = greatest(
+            excluded.queued_at, restatement_queue.queued_at + INTERVAL 1 MICROSECOND)""",
         [day, now],
     )
     if dates:

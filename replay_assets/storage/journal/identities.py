@@ -18,8 +18,10 @@ def publish_operation(con: duckdb.DuckDBPyConnection, dates: list[str]) -> journ
     (the pointer and its snapshot hash) and the queued restatements they release."""
     pointer = certify.pointer(con)
     upstream = certify.last_publication(con, "current_orders", pointer) if pointer else None
-    queued = con.execute(  # with the input identity of the load date that queued each group
-        """SELECT q.business_date, q.store_id, q.load_date, d.identity
+    # with the input identity of the load date that queued each group, and when it was queued: a
+    # group queued again (a late delivery re-applied its load date) is a new publication to make
+    queued = con.execute(
+        """SELECT q.business_date, q.store_id, q.load_date, d.identity, CAST(q.queued_at AS VARCHAR)
         FROM restatement_queue q JOIN load_dates d USING (load_date)
         WHERE q.released_at IS NULL AND list_contains(?, q.business_date) ORDER BY ALL""",
         [dates],
