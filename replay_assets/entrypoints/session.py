@@ -7,6 +7,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 
@@ -98,7 +99,7 @@ class Session:
         ]
         return subprocess.run(cmd, env=env, capture_output=True, check=False).returncode
 
-    def query(self, sql: str, params: list[object] | None = None) -> list[dict[str, object]]:
+    def query(self, sql: str, params: list[object] | None = None) -> list[dict[str, Any]]:
         with self.pipeline.warehouse.connect() as con:
             return query_frame(con, sql, params).to_dicts()
 

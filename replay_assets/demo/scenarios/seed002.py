@@ -12,7 +12,7 @@ from replay_assets.storage.landing.deliveries import write_delivery
 SOURCE = "pos"
 FIRST_DAY, LATE_DAY = "2026-10-02", "2026-10-03"
 NOW = "2026-10-06T12:00:00Z"
-BACKFILL = {
+BACKFILL: dict[str, Any] = {
     "certified": "2026-09-30",
     "never_delivered": "2026-10-01",
     "range": ["2026-10-02", "2026-10-03", "2026-10-04"],
