@@ -7,6 +7,8 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,7 +21,7 @@ from replay_assets.usecases.context import Pipeline
 from replay_assets.usecases.operations import Operations
 from replay_assets.usecases.status import record_waiting_statuses
 from replay_assets_tests.helpers import drive
-from replay_assets_tests.storage.test_bad_input import D1, D2, deliver, event, make_pipeline
+from replay_assets_tests.storage.test_bad_input import D1, D2, NOW, deliver, event, make_pipeline
 
 D4 = "2026-01-04"
 
@@ -80,3 +82,56 @@ def test_status_shows_exactly_what_the_next_run_records(home: Path) -> None:
         recorded = query_frame(con, "SELECT * FROM partition_status ORDER BY asset, partition_key").to_dicts()
     assert {(r["partition_key"], r["status"]) for r in live} >= {(D2, "MISSING"), (D1, "CERTIFIED")}
     assert live == recorded
+
+
+HOLDER = """
+import sys
+from pathlib import Path
+from replay_assets.core.manifest import parse_instant
+from replay_assets.storage.db import in_progress
+from replay_assets.storage.db.warehouse import Warehouse
+home = Path(sys.argv[1])
+with in_progress.doing(home, "apply", sys.argv[2], "run-in-progress", parse_instant(sys.argv[3], "now")):
+    with Warehouse(home).connect():  # a long load holds the file read-write
+        print("holding", flush=True)
+        sys.stdin.readline()
+"""
+
+
+def test_while_a_writer_holds_the_warehouse_readers_answer_from_the_published_copy(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (home / "replay-assets.json").write_text('{"lock_timeout_seconds": 5}')  # a wait would fail, not hang
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(home), D4, NOW],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "holding\n"
+        before = _tree(home)
+        code, out = _cli(capsys, "status", "--home", str(home), "--json")
+        document = json.loads(out)
+        assert code == 1  # D2 is still missing, read from the copy's evidence
+        assert document["source"] == "published copy"
+        assert document["in_progress"]["use_case"] == "apply"
+        assert document["in_progress"]["partition"] == D4
+        assert {(p["partition_key"], p["status"]) for p in document["partitions"]} >= {
+            (D1, "CERTIFIED"),
+            (D2, "MISSING"),
+        }
+        code, out = _cli(capsys, "status", "--home", str(home))
+        assert f"in progress: apply {D4} since" in out and "published copy" in out
+        code, out = _cli(capsys, "export", "current_orders", "--home", str(home), "--format", "jsonl")
+        assert code == 0 and sorted(json.loads(line)["order_id"] for line in out.splitlines()) == ["o1", "o2"]
+        assert main(["export", "raw_receipts", "--home", str(home)]) == 1  # history stays in the warehouse
+        assert "REPLAY_WAREHOUSE_BUSY" in capsys.readouterr().err
+        assert _cli(capsys, "recovery", "inspect", "--home", str(home), "--json")[0] == 0
+        assert _tree(home) == before  # the readers wrote nothing
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.write("\n")
+        holder.stdin.close()
+        holder.wait(timeout=60)
+    assert not (home / "in_progress.json").exists()

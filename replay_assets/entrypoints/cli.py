@@ -12,6 +12,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 
@@ -232,7 +233,14 @@ def cmd_export(args: argparse.Namespace) -> int:
     settings = settings_from_environment(args.home)
     output = exports.check_output(args.output, settings.home) if args.output else None
     session = _session(args)
-    with session.pipeline.reader.read() as con:
+    reader = session.pipeline.reader
+    with reader.read() as con:
+        if reader.source != "warehouse" and (args.as_of or args.table not in exports.PUBLISHED):
+            raise ReplayError(
+                ErrorCode.WAREHOUSE_BUSY,
+                f"a writer holds the warehouse; {args.table}{' --as-of' if args.as_of else ''} is read "
+                "from it, not from the published copy: try again when the load is done",
+            )
         frame = exports.table(con, args.table, args.as_of)
     exports.write(frame, args.format, output, sys.stdout)
     return 0
@@ -243,6 +251,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     statuses overlaid (what the next ``run`` records), never the writer lock, never a write."""
     ops = Operations(Pipeline(settings_from_environment(args.home)))
     decision, report = ops.status_report()
+    reading = ops.reading()
     problems = [p for p in decision.plans if p.problem]
     if args.update:
         print("\n".join(ops.consumer_update(args.update)))
@@ -258,9 +267,11 @@ def cmd_status(args: argparse.Namespace) -> int:
             "unreadable_manifests": decision.unreadable,
             "problems": problem_rows,
             "slos": slo_rows,
+            **reading,
         }
         print(json.dumps(document, indent=2, default=str))
     else:
+        _print_reading(reading)
         _print_table([_status_row(p, slos) for p in report["partitions"]])
         for plan in problems:
             print(f"  {plan.load_date} {plan.status}: {plan.reason}")
@@ -268,6 +279,14 @@ def cmd_status(args: argparse.Namespace) -> int:
             print(f"  unreadable manifest {text}")
     suspect = any(p["status"] == "SUSPECT" for p in report["partitions"])
     return 1 if suspect or problems or decision.unreadable else 0
+
+
+def _print_reading(reading: dict[str, Any]) -> None:
+    doing = reading["in_progress"]
+    if doing:
+        print(f"in progress: {doing['use_case']} {doing['partition']} since {doing['since']}")
+    if reading["source"] != "warehouse":
+        print(f"the warehouse is busy: showing the {reading['source']} as of its last refresh")
 
 
 def _status_row(p: dict[str, object], slos: dict[str, Slo]) -> dict[str, object]:

@@ -18,6 +18,7 @@ import duckdb
 
 class WarehouseReader(Protocol):
     path: Path
+    source: str  # what the last read saw: "warehouse", or a stand-in while a writer holds it
 
     def read(self, timeout: float | None = None) -> AbstractContextManager[duckdb.DuckDBPyConnection]:
         """A connection that sees the last committed state and refuses every write."""

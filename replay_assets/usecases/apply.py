@@ -33,6 +33,11 @@ from replay_assets.usecases.recover import refresh_published
 
 
 def apply(pipeline: Pipeline, load_date: str, run_id: str | None, sealed_ok: bool = False) -> ApplyResult:
+    with pipeline.doing("apply", load_date, run_id):
+        return _apply(pipeline, load_date, run_id, sealed_ok)
+
+
+def _apply(pipeline: Pipeline, load_date: str, run_id: str | None, sealed_ok: bool) -> ApplyResult:
     allowed = APPLICABLE | ({DateStatus.LATE_DELIVERY} if sealed_ok else set())
     with pipeline.warehouse.connect() as con:
         decision, _ = decide_with(pipeline, con)
@@ -233,5 +238,5 @@ def _block_chain(
         f"re-applying {chain[0].load_date}..{chain[-1].load_date} for its late delivery: "
         f"load date {blocked.load_date} is blocked: {blocked.reasons[0]}"
     )
-    record_attempt(con, chain[0], PartitionStatus.BLOCKED, reason, pipeline.now())
+    record_attempt(con, chain[0], status=PartitionStatus.BLOCKED, reason=reason, now=pipeline.now())
     return to_record(ApplyResult(chain[0].load_date, ApplyOutcome.BLOCKED, reasons=(reason,))), None

@@ -5,9 +5,11 @@ reader (``storage/ports.py``; the DuckDB adapter unless others are given)."""
 from __future__ import annotations
 
 import datetime as dt
+from contextlib import AbstractContextManager
 
 from replay_assets.core.config import Settings
 from replay_assets.storage import ports
+from replay_assets.storage.db import in_progress
 from replay_assets.storage.db.clock import VirtualClock, real_now, sleep_real
 from replay_assets.storage.db.warehouse import Warehouse, WarehouseReader
 
@@ -23,7 +25,14 @@ class Pipeline:
         self.clock = VirtualClock(settings.home, settings.fixed_now) if settings.fixed_now else None
         timeout = settings.lock_timeout_seconds
         self.warehouse: ports.WarehouseWriter = writer or Warehouse(settings.home, timeout)
-        self.reader: ports.WarehouseReader = reader or WarehouseReader(settings.home, timeout)
+        copy = settings.home / "published.duckdb"  # answers readers while a writer holds the warehouse
+        self.reader: ports.WarehouseReader = reader or WarehouseReader(settings.home, timeout, fallback=copy)
+
+    def doing(self, use_case: str, partition: str, run_id: str | None) -> AbstractContextManager[None]:
+        """Note what this writer does, for readers that cannot open the warehouse meanwhile."""
+        return in_progress.doing(
+            self.settings.home, use_case, partition=partition, run_id=run_id, now=self.now()
+        )
 
     def now(self) -> dt.datetime:
         return self.clock.now() if self.clock else real_now()

@@ -25,6 +25,11 @@ def land(
     """Land every active batch of the load date. A mismatch rolls everything back, records
     BLOCKED_UPSTREAM naming the file and lands nothing. ``sealed_ok`` (the backfill lane) also
     lands a late delivery for a load date later dates already built on."""
+    with pipeline.doing("land", load_date, run_id):
+        return _land(pipeline, load_date, run_id, sealed_ok=sealed_ok)
+
+
+def _land(pipeline: Pipeline, load_date: str, run_id: str | None, *, sealed_ok: bool) -> list[Landed]:
     allowed = APPLICABLE | ({DateStatus.LATE_DELIVERY} if sealed_ok else set())
     try:
         with pipeline.warehouse.transaction() as con:

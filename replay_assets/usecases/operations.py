@@ -9,6 +9,7 @@ from typing import Any
 from replay_assets.core.plan import with_waiting_statuses
 from replay_assets.core.slo import Slo
 from replay_assets.core.status import PartitionStatus
+from replay_assets.storage.db import in_progress
 from replay_assets.storage.db.warehouse import one, query_frame
 from replay_assets.storage.evidence import attempts as service
 from replay_assets.storage.evidence.costs import run_costs as costs_of_run
@@ -112,6 +113,13 @@ class Operations:
         """Cost evidence of one step of one run, for asset metadata."""
         with self.pipeline.warehouse.connect() as con:
             return costs_of_run(con, run_id, step)
+
+    def reading(self) -> dict[str, Any]:
+        """Where the last read came from, and what a writer is doing now (if anything)."""
+        return {
+            "source": self.pipeline.reader.source,
+            "in_progress": in_progress.current(self.pipeline.settings.home),
+        }
 
     def consumer_update(self, partition: str) -> list[str]:
         """The factual update a consumer of one partition needs, in their terms (read-only)."""

@@ -20,6 +20,11 @@ from replay_assets.usecases.recover import refresh_published
 
 def publish(pipeline: Pipeline, business_dates: list[str], run_id: str | None) -> list[Published]:
     dates = sorted(business_dates)
+    with pipeline.doing("publish", f"{dates[0]}..{dates[-1]}" if dates else "", run_id):
+        return _publish(pipeline, dates, run_id)
+
+
+def _publish(pipeline: Pipeline, dates: list[str], run_id: str | None) -> list[Published]:
     with pipeline.warehouse.connect() as con:
         op = publish_operation(con, dates)
 

@@ -26,6 +26,8 @@ from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.storage.db.migrations import MIGRATIONS
 
 POLL_SECONDS = 0.05
+# how long a reader tries the warehouse before it answers from the published copy
+FALLBACK_AFTER_SECONDS = 1.0
 # DuckDB buffer memory per connection; beyond it DuckDB spills to <warehouse>.tmp/. Bounds the
 # peak RSS of a run at production volume (issue 6) with room for the Python side.
 MEMORY_LIMIT = "1GB"
@@ -88,21 +90,23 @@ class WarehouseReader:
     """The reader port on ``$HOME/warehouse.duckdb``: read-only connections of the last committed
     state, without the writer lock. A home without a warehouse reads as an empty one (an
     in-memory database at the newest schema); a warehouse whose schema is older than this release
-    is refused (REPLAY_WAREHOUSE_OUTDATED) rather than migrated, since a reader never writes."""
+    is refused (REPLAY_WAREHOUSE_OUTDATED) rather than migrated, since a reader never writes.
 
-    def __init__(self, home: Path, busy_timeout: float = 60.0) -> None:
+    While a writer holds the file (DuckDB admits no reader then), ``fallback`` — the published
+    copy, whose views mirror the evidence tables as of its last refresh — answers after
+    ``FALLBACK_AFTER_SECONDS`` instead; ``source`` says which one the last ``read`` used."""
+
+    def __init__(self, home: Path, busy_timeout: float = 60.0, fallback: Path | None = None) -> None:
         self.path = Path(home) / "warehouse.duckdb"
         self.busy_timeout = busy_timeout
+        self.fallback = fallback
+        self.source = "warehouse"
 
     @contextmanager
     def read(self, timeout: float | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
         """A read-only connection; ``timeout`` bounds the wait for a writer in another process."""
-        if not self.path.exists():
-            con = duckdb.connect(":memory:")
-            migrate(con)
-        else:
-            deadline = time.monotonic() + (self.busy_timeout if timeout is None else timeout)
-            con = _open_retrying(self.path, deadline, read_only=True)
+        wait = self.busy_timeout if timeout is None else timeout
+        con = self._open(wait)
         try:
             found, newest = schema_version(con), MIGRATIONS[-1][0]
             if found < newest:
@@ -114,6 +118,26 @@ class WarehouseReader:
             yield con
         finally:
             con.close()
+
+    def _open(self, wait: float) -> duckdb.DuckDBPyConnection:
+        self.source = "warehouse"
+        if not self.path.exists():
+            con = duckdb.connect(":memory:")
+            migrate(con)
+            return con
+        copy = self.fallback if self.fallback is not None and self.fallback.exists() else None
+        first = min(wait, FALLBACK_AFTER_SECONDS) if copy is not None else wait
+        try:
+            return _open_retrying(self.path, time.monotonic() + first, read_only=True)
+        except ReplayError as busy:
+            if copy is None or busy.code is not ErrorCode.WAREHOUSE_BUSY:
+                raise
+        con = _open_retrying(copy, time.monotonic() + max(wait - first, POLL_SECONDS), read_only=True)
+        if one(con, "SELECT 1 FROM information_schema.tables WHERE table_name = 'partition_status'") is None:
+            con.close()  # a copy refreshed before it mirrored the evidence
+            raise ReplayError(ErrorCode.WAREHOUSE_BUSY, f"{self.path.name} is open in another process")
+        self.source = "published copy"
+        return con
 
 
 def _open_retrying(path: Path, deadline: float, *, read_only: bool) -> duckdb.DuckDBPyConnection:

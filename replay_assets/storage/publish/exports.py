@@ -21,6 +21,17 @@ TABLES = {
     "reconciliation": "SELECT * FROM reconciliation ORDER BY load_date, batch_id",
     "partition_status": "SELECT * FROM partition_status ORDER BY asset, partition_key",
 }
+# what the published copy also serves while a writer holds the warehouse
+PUBLISHED = frozenset(
+    {
+        "current_orders",
+        "current_customers",
+        "daily_aggregates",
+        "publications",
+        "reconciliation",
+        "partition_status",
+    }
+)
 AS_OF = {
     "current_orders": "SELECT * FROM orders_as_of(?) ORDER BY order_id, line_no",
     "current_customers": "SELECT * FROM customers_as_of(?) ORDER BY customer_id",

@@ -19,7 +19,7 @@ from replay_assets.storage.journal import executor as journal
 from replay_assets.storage.landing.deliveries import atomic_replace, atomic_write, temp_path
 from replay_assets.storage.publish.certify import pointer
 
-VIEWS_VERSION = 2  # 1 held absolute paths: a copied home served the original's files
+VIEWS_VERSION = 3  # 1 held absolute paths: a copied home served the original's files; 2 had no evidence
 HOME_VARIABLE = "replay_assets_home"
 # The folder of the database a view is read from, computed when a query binds the view. A table
 # function takes constant arguments only (no subquery, no lateral column), and the one constant
@@ -33,11 +33,37 @@ VIEW_HOME = f"""coalesce(getvariable('{HOME_VARIABLE}'),
          THEN parse_dirpath(current_setting('temp_directory'))
          ELSE error('published.duckdb reads the Parquet files of its own folder: open it as the '
                     || 'database, or SET VARIABLE {HOME_VARIABLE} = ''<home folder>'' first') END)"""
+# The evidence a reader needs while a writer holds the warehouse (status, the plan, service
+# levels, recovery inspect|plan): small tables, mirrored whole on every refresh under their own
+# names. The big ones (raw receipts, staged and rejected events, history, the event registry)
+# stay in the warehouse.
+EVIDENCE_TABLES = (
+    "schema_migrations",
+    "manifests",
+    "batch_violations",
+    "restatement_queue",
+    "watermarks",
+    "reconciliation",
+    "load_dates",
+    "load_date_attempts",
+    "batch_resolutions",
+    "snapshots",
+    "partition_status",
+    "pointers",
+    "commit_markers",
+    "candidates",
+    "costs",
+    "backfills",
+    "operations",
+    "operation_audit",
+    "step_attempts",
+)
 VIEW_FILES = {
     "current_orders": "published/current_orders.parquet",
     "current_customers": "published/current_customers.parquet",
     "daily_aggregates": "published/daily_aggregates/*.parquet",
     "publications": "published/publications.parquet",
+    **{table: f"published/evidence/{table}.parquet" for table in EVIDENCE_TABLES},
 }
 AGGREGATES_SQL = """SELECT * FROM daily_aggregates WHERE CAST(business_date AS VARCHAR) = ?"""
 LATEST_AGGREGATE_VERSIONS = """
@@ -78,6 +104,8 @@ def refresh(con: duckdb.DuckDBPyConnection, home: Path) -> list[str]:
         _export(con, root / "publications.parquet", "SELECT * FROM publications ORDER BY ALL")
         _ensure_placeholders(con, root)
         atomic_write(state_path, json.dumps(done, sort_keys=True).encode())
+    for table in EVIDENCE_TABLES:  # names from this module only
+        _export(con, root / "evidence" / f"{table}.parquet", f"SELECT * FROM {table}")
     _ensure_views(home, root)
     return written
 

@@ -1,0 +1,45 @@
+"""What a writer is doing now, for readers that cannot open the warehouse while it writes:
+``$HOME/in_progress.json`` (use case, load date or range, run id, start, pid), written when a
+writing use case starts and removed when it ends. A file left by a killed process names a pid
+that is gone and is ignored."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from replay_assets.storage.landing.deliveries import atomic_write
+
+FILE = "in_progress.json"
+
+
+@contextmanager
+def doing(home: Path, use_case: str, partition: str, run_id: str | None, now: dt.datetime) -> Iterator[None]:
+    """Note the use case for the time of the block (an enclosing note comes back after it)."""
+    path = Path(home) / FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    outer = path.read_bytes() if path.exists() else None
+    note = {"use_case": use_case, "partition": partition, "run_id": run_id, "since": now.isoformat()}
+    atomic_write(path, json.dumps({**note, "pid": os.getpid()}, sort_keys=True).encode())
+    try:
+        yield
+    finally:
+        if outer is None:
+            path.unlink(missing_ok=True)
+        else:
+            atomic_write(path, outer)
+
+
+def current(home: Path) -> dict[str, Any] | None:
+    """The writer's note, if a live process left it."""
+    try:
+        note = json.loads((Path(home) / FILE).read_text(encoding="utf-8"))
+        os.kill(int(note["pid"]), 0)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return {k: v for k, v in note.items() if k != "pid"}
