@@ -77,7 +77,7 @@ def _everything(p: Pipeline, days: list[str]) -> dict[str, Any]:
 
 
 @settings(
-    max_examples=25,
+    max_examples=12,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
