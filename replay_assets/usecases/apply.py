@@ -39,12 +39,12 @@ def apply(pipeline: Pipeline, load_date: str, run_id: str | None, sealed_ok: boo
 
 def _apply(pipeline: Pipeline, load_date: str, run_id: str | None, sealed_ok: bool) -> ApplyResult:
     allowed = APPLICABLE | ({DateStatus.LATE_DELIVERY} if sealed_ok else set())
-    with pipeline.warehouse.connect() as con:
-        decision, _ = decide_with(pipeline, con)
-    chain = _chain(decision, plan_for(decision, load_date))
-    for later in chain[1:]:  # another late delivery inside the chain: land it now, in date order
-        if later.status is DateStatus.LATE_DELIVERY:
-            land(pipeline, later.load_date, run_id, sealed_ok=True)
+    if sealed_ok:  # the backfill lane: another late delivery inside the chain is landed now
+        with pipeline.warehouse.connect() as con:
+            decision, _ = decide_with(pipeline, con)
+        for later in _chain(decision, plan_for(decision, load_date))[1:]:
+            if later.status is DateStatus.LATE_DELIVERY:
+                land(pipeline, later.load_date, run_id, sealed_ok=True)
     with pipeline.warehouse.connect() as con:
         decision, _ = decide_with(pipeline, con)
         plan = plan_for(decision, load_date)

@@ -185,3 +185,33 @@ def test_the_named_correction_late_equals_on_time_and_restates_only_what_it_chan
         ).fetchall()
     changed = {k for k, v in published_after} - {k for k, v in published_before if (k, v) in published_after}
     assert changed == {"2026-01-01", "2026-01-02"}  # exactly the business dates the chain changed
+
+
+def test_two_late_deliveries_in_one_chain_are_applied_by_the_first_dates_backfill(tmp_path: Path) -> None:
+    """Late batches for D1 and D2 while D3 is applied: D1's re-application lands D2's late batch
+    too and re-applies D1..D3 once; the result equals both batches on time."""
+    homes = {}
+    for name, on_time in (("on-time", True), ("late", False)):
+        p = make_pipeline(tmp_path / name)
+        bad_input.deliver(p, D1, "b1", [event(1, "o1"), event(2, "o2")])
+        bad_input.deliver(p, D2, "b2", [event(3, "o1", version=2, amount_minor=200)])
+        bad_input.deliver(p, D3, "b3", [event(4, "o3")])
+        late = {
+            D1: [event(5, "o2", version=9, op="delete")],
+            D2: [event(6, "o1", version=3, store_id="s2"), event(7, "o3", version=1, event_id="early-o3")],
+        }
+        if on_time:
+            for day, lines in late.items():
+                bad_input.deliver(p, day, f"late-{day}", lines, ready_at=f"{day}T23:00:00Z")
+        drive(p)
+        if not on_time:
+            for day, lines in late.items():
+                bad_input.deliver(p, day, f"late-{day}", lines, ready_at=f"{day}T23:00:00Z")
+            with pytest.raises(ReplayError):
+                apply(p, D1, None)  # outside the backfill lane: refused, and nothing is landed
+            assert bad_input.rows(p, "SELECT batch_id FROM manifests WHERE batch_id LIKE 'late%'") == []
+            land(p, D1, sealed_ok=True)
+            assert apply(p, D1, None, sealed_ok=True).status is ApplyOutcome.RESTATED
+            drive(p)
+        homes[name] = p
+    assert _everything(homes["late"], [D1, D2, D3]) == _everything(homes["on-time"], [D1, D2, D3])
