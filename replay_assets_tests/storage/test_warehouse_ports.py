@@ -100,12 +100,13 @@ def test_a_reader_sees_a_killed_writers_commit_without_touching_the_file(
     child = (
         "import os, sys\n"
         "from replay_assets.storage.db.warehouse import Warehouse\n"
-        "with Warehouse(sys.argv[1]).transaction() as con:\n"
+        "with Warehouse(sys.argv[1]).connect() as con:\n"
         "    con.execute(\"SET checkpoint_threshold = '1GB'\")\n"
-        "    con.execute(\"UPDATE sensor_cursors SET cursor = 'in the wal'\")\n"
-        "os._exit(0)\n"  # no close, no checkpoint
+        "    con.execute(\"UPDATE sensor_cursors SET cursor = 'in the wal'\")\n"  # committed
+        "    os._exit(0)\n"  # killed before close: no checkpoint
     )
     subprocess.run([sys.executable, "-c", child, str(tmp_path)], check=True)
+    assert (tmp_path / "warehouse.duckdb.wal").exists()  # the commit is in the WAL only
     before = _files(tmp_path)
     assert _notes(reader) == ["in the wal"]
     assert _files(tmp_path) == before
