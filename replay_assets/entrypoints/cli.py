@@ -250,13 +250,12 @@ def cmd_status(args: argparse.Namespace) -> int:
     """Read-only: the last committed state through the reader, the waiting load dates' live
     statuses overlaid (what the next ``run`` records), never the writer lock, never a write."""
     ops = Operations(Pipeline(settings_from_environment(args.home)))
-    decision, report = ops.status_report()
+    decision, report, slos = ops.status_report()
     reading = ops.reading()
     problems = [p for p in decision.plans if p.problem]
     if args.update:
         print("\n".join(ops.consumer_update(args.update)))
         return 0 if any(p["partition_key"] == args.update for p in report["partitions"]) else 1
-    slos = ops.slos()
     if args.json:
         problem_rows = [
             {"load_date": p.load_date, "status": p.status.value, "reason": p.reason} for p in problems

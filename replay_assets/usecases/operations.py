@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import duckdb
+
 from replay_assets.core.plan import with_waiting_statuses
 from replay_assets.core.slo import Slo
 from replay_assets.core.status import PartitionStatus
@@ -16,7 +18,7 @@ from replay_assets.storage.evidence.costs import run_costs as costs_of_run
 from replay_assets.storage.evidence.status import set_status
 from replay_assets.storage.publish import exports, reverify
 from replay_assets.usecases.context import Pipeline
-from replay_assets.usecases.decide import Decision, read_decision
+from replay_assets.usecases.decide import Decision, decide_with
 
 RECONCILE_SQL = """
     SELECT load_date, sum(source_events) AS source_events, sum(accepted) AS accepted,
@@ -52,12 +54,11 @@ class Operations:
         with self.pipeline.reader.read() as con:
             return service.slo_for(con, load_date, self.pipeline.settings.slo)
 
-    def slos(self) -> dict[str, Slo]:
-        with self.pipeline.reader.read() as con:
-            keys = con.execute(
-                "SELECT DISTINCT partition_key FROM publications WHERE asset = 'current_orders' ORDER BY 1"
-            ).fetchall()
-            found = {str(k): service.slo_for(con, str(k), self.pipeline.settings.slo) for (k,) in keys}
+    def _slos(self, con: duckdb.DuckDBPyConnection) -> dict[str, Slo]:
+        keys = con.execute(
+            "SELECT DISTINCT partition_key FROM publications WHERE asset = 'current_orders' ORDER BY 1"
+        ).fetchall()
+        found = {str(k): service.slo_for(con, str(k), self.pipeline.settings.slo) for (k,) in keys}
         return {k: v for k, v in found.items() if v is not None}
 
     def reverify(self, asset: str) -> reverify.Verdict:
@@ -98,16 +99,18 @@ class Operations:
         with self.pipeline.warehouse.connect() as con:
             return query_frame(con, RECONCILE_SQL).to_dicts()
 
-    def status_report(self) -> tuple[Decision, dict[str, list[dict[str, Any]]]]:
-        """Read-only: the last committed state through the reader, with the waiting load dates'
-        live statuses overlaid (what the next ``run`` records); never the writer lock, never a write."""
-        decision = read_decision(self.pipeline)
+    def status_report(self) -> tuple[Decision, dict[str, list[dict[str, Any]]], dict[str, Slo]]:
+        """Read-only, in one read of the last committed state (one wait at most while a writer
+        holds the warehouse): the plan, the partition status with the waiting load dates' live
+        statuses overlaid (what the next ``run`` records), and the service levels."""
         with self.pipeline.reader.read() as con:
+            decision = decide_with(self.pipeline, con)[0]
             report = exports.status_report(con)
+            slos = self._slos(con)
         report["partitions"] = with_waiting_statuses(
             report["partitions"], decision.plans, self.pipeline.now()
         )
-        return decision, report
+        return decision, report, slos
 
     def run_costs(self, run_id: str, step: str) -> dict[str, float]:
         """Cost evidence of one step of one run, for asset metadata."""
