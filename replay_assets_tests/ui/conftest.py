@@ -44,13 +44,8 @@ def dagster_ui(tmp_path_factory: pytest.TempPathFactory, artifacts: Path) -> Ite
     """``replay-assets ui --no-sample`` on a free loopback port and a temporary home (the tests
     deliver into it themselves); the process group always ends."""
     root = tmp_path_factory.mktemp("ui")
-    server = DagsterDev(root / "home", artifacts / "dagster-dev.log", SERVER_ENV)
-    server.start()
-    try:
-        server.wait_ready()
+    with DagsterDev(root / "home", artifacts / "dagster-dev.log", SERVER_ENV).running() as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,8 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -146,6 +147,16 @@ class DagsterDev:
         statuses = data["instance"]["daemonHealth"]["allDaemonStatuses"]
         wanted = {"SENSOR", "QUEUED_RUN_COORDINATOR", "BACKFILL"}
         return wanted <= {s["daemonType"] for s in statuses if s["healthy"]}
+
+    @contextmanager
+    def running(self) -> Iterator["DagsterDev"]:
+        """Started and ready for the block; the whole process group ends after it, whatever happens."""
+        self.start()
+        try:
+            self.wait_ready()
+            yield self
+        finally:
+            self.stop()
 
     def wait_ready(self, timeout: float = 120) -> None:
         """The webserver answers, the code location is loaded, and the daemons beat."""

@@ -22,15 +22,9 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def sample_ui(tmp_path_factory: pytest.TempPathFactory, artifacts: Path) -> Iterator[DagsterDev]:
-    server = DagsterDev(
-        tmp_path_factory.mktemp("sample") / "home", artifacts / "sample-ui.log", {}, sample=True
-    )
-    server.start()
-    try:
-        server.wait_ready()
+    home = tmp_path_factory.mktemp("sample") / "home"
+    with DagsterDev(home, artifacts / "sample-ui.log", {}, sample=True).running() as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture
