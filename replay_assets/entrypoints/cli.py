@@ -9,10 +9,9 @@ import sys
 import tempfile
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Any
 
 import dagster as dg
 
@@ -20,13 +19,13 @@ from replay_assets.core.adapters import Adapter, adapt_lines
 from replay_assets.core.config import SettingsError
 from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.events import canonical_json, jsonl_lines, sha256_text
-from replay_assets.core.manifest import ManifestError, parse_instant
-from replay_assets.core.names import BadName, NameKind, check_name
+from replay_assets.core.names import NameKind
 from replay_assets.core.plan import refuse_partial_backfill
-from replay_assets.core.slo import Slo
 from replay_assets.core.status import DateStatus
 from replay_assets.definitions import settings_from_environment
+from replay_assets.entrypoints.arguments import DAY, instant, name_of
 from replay_assets.entrypoints.progress import progress
+from replay_assets.entrypoints.report import print_reading, print_table, status_row
 from replay_assets.entrypoints.session import Session
 from replay_assets.storage.landing.deliveries import create_delivery
 from replay_assets.storage.publish import exports
@@ -215,7 +214,7 @@ def cmd_recovery(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report, indent=2, default=str))
     elif isinstance(report, list):
-        _print_table(report) if report else print("no operation in doubt")
+        print_table(report) if report else print("no operation in doubt")
     else:
         for key, value in report.items():  # type: ignore[attr-defined]
             print(f"{key}: {value}")
@@ -270,8 +269,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         }
         print(json.dumps(document, indent=2, default=str))
     else:
-        _print_reading(reading)
-        _print_table([_status_row(p, slos) for p in report["partitions"]])
+        print_reading(reading)
+        print_table([status_row(p, slos) for p in report["partitions"]])
         for plan in problems:
             print(f"  {plan.load_date} {plan.status}: {plan.reason}")
         for text in decision.unreadable:
@@ -280,46 +279,13 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 1 if suspect or problems or decision.unreadable else 0
 
 
-def _print_reading(reading: dict[str, Any]) -> None:
-    doing = reading["in_progress"]
-    if doing:
-        print(f"in progress: {doing['use_case']} {doing['partition']} since {doing['since']}")
-    if reading["source"] != "warehouse":
-        print(f"the warehouse is busy: showing the {reading['source']} as of its last refresh")
-
-
-def _status_row(p: dict[str, object], slos: dict[str, Slo]) -> dict[str, object]:
-    return {
-        "asset": p["asset"],
-        "partition": p["partition_key"],
-        "status": p["status"],
-        "last good": f"v{p['last_good_version']} {str(p['last_good_sha256'])[:12]}"
-        if p["last_good_version"]
-        else "-",
-        "SLO fresh/compl/dur/avail": _slo_cell(slos.get(str(p["partition_key"])))
-        if p["asset"] == "current_orders"
-        else "",
-        "reason": p["reason"] or "",
-    }
-
-
-def _slo_cell(slo: Slo | None) -> str:
-    if slo is None:
-        return "-"
-    duration = "-" if slo.duration_minutes is None else f"{slo.duration_minutes:g}"
-    figures = (
-        f"{slo.freshness_minutes:g}/{slo.completeness_pct:g}%/{duration}/{slo.availability_minutes:g} min"
-    )
-    return f"{figures} {'met' if slo.all_met else 'MISSED'}"
-
-
 def cmd_reconcile(args: argparse.Namespace) -> int:
     """Counts, sums and checksums again: reconciliation per load date, then every publication
     recomputed from immutable raw (mismatches are flagged SUSPECT)."""
     session = _session(args)
     ops = Operations(session.pipeline)
     rows = ops.reconcile()
-    _print_table(rows)
+    print_table(rows)
     verdicts = {asset: ops.reverify(asset) for asset in ("current_orders", "daily_aggregates")}
     for asset, verdict in verdicts.items():
         print(f"{asset}: {verdict.checked} publications re-verified, {len(verdict.mismatched)} SUSPECT")
@@ -327,40 +293,6 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
             print(f"  {key}: {reason}")
     bad = any(not r["adds_up"] for r in rows) or any(v.mismatched for v in verdicts.values())
     return 1 if bad else 0
-
-
-def _print_table(rows: list[dict[str, object]]) -> None:
-    if not rows:
-        print("(nothing yet)")
-        return
-    widths = {c: max(len(c), *(len(str(r[c])) for r in rows)) for c in rows[0]}
-    print("  ".join(c.ljust(w) for c, w in widths.items()))
-    for r in rows:
-        print("  ".join(str(r[c]).ljust(w) for c, w in widths.items()))
-
-
-def _name(kind: NameKind) -> Callable[[str], str]:
-    """An argparse type: the value when it is a valid name of ``kind``, else a usage error
-    (exit 2) naming the rule, not the value."""
-
-    def check(value: str) -> str:
-        try:
-            return check_name(kind, value)
-        except BadName as bad:
-            raise argparse.ArgumentTypeError(str(bad)) from None
-
-    return check
-
-
-def _instant(value: str) -> str:
-    try:
-        parse_instant(value, "value")
-    except ManifestError:
-        raise argparse.ArgumentTypeError("not an ISO-8601 instant with a zone") from None
-    return value
-
-
-DAY = _name(NameKind.LOAD_DATE)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -381,10 +313,10 @@ def parser() -> argparse.ArgumentParser:
     p.set_defaults(fn=cmd_ui)
     p = add("land", "write a delivery and its manifest into the landing area")
     p.add_argument("file")
-    p.add_argument("--source", required=True, type=_name(NameKind.SOURCE))
+    p.add_argument("--source", required=True, type=name_of(NameKind.SOURCE))
     p.add_argument("--load-date", required=True, type=DAY)
-    p.add_argument("--batch-id", type=_name(NameKind.BATCH_ID))
-    p.add_argument("--ready-at", type=_instant)
+    p.add_argument("--batch-id", type=name_of(NameKind.BATCH_ID))
+    p.add_argument("--ready-at", type=instant)
     p.add_argument("--adapter", choices=[a.value for a in Adapter], default="native")
     p.set_defaults(fn=cmd_land)
     add("run", "apply everything pending, like the daemon, then report").set_defaults(fn=cmd_run)
@@ -406,7 +338,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(fn=cmd_recovery)
     p = add("resolve", "operator decision on a blocked batch (audited)")
-    p.add_argument("--batch-id", required=True, type=_name(NameKind.BATCH_ID))
+    p.add_argument("--batch-id", required=True, type=name_of(NameKind.BATCH_ID))
     p.add_argument("--action", choices=["skip"], required=True)
     p.add_argument("--note", required=True)
     p.set_defaults(fn=cmd_resolve)
