@@ -22,6 +22,7 @@ SLOW_TESTS = (
     "test_malformed_lines_are_rejected_and_change_nothing",
     "test_a_fifo_in_place_of_the_data_file_never_hangs_run",  # `replay-assets run` as a child
     "test_a_late_batch_on_a_sealed_date_equals_the_same_batch_on_time",  # two homes an example
+    "test_pruning_behind_the_horizon_changes_no_answer_inside_it",  # two homes an example
 )
 
 

@@ -14,6 +14,7 @@ from typing import Any
 from replay_assets.core import strict_json
 from replay_assets.core.manifest import Limits, parse_instant
 from replay_assets.core.names import BadName, NameKind, check_name
+from replay_assets.core.retention import DEFAULT_RETENTION_LOAD_DATES
 
 DEFAULT_START = "2020-01-01"
 CONFIG_FILE = "replay-assets.json"
@@ -29,6 +30,7 @@ CONFIG_KEYS = frozenset(
         "sensor_interval_seconds",
         "limits",
         "lock_timeout_seconds",
+        "retention_load_dates",
     }
 )
 
@@ -81,6 +83,7 @@ class Settings:
     retry_backoff_seconds: float = 5.0  # before retry n: backoff * 2**(n-1), on the (injectable) clock
     slo: SloPolicy = field(default_factory=SloPolicy)
     sensor_interval_seconds: int = 30  # how often the daemon evaluates each sensor
+    retention_load_dates: int = DEFAULT_RETENTION_LOAD_DATES  # the replay horizon (core/retention.py)
 
     @property
     def landing(self) -> Path:
@@ -169,6 +172,9 @@ def _settings(env: Mapping[str, str], root: Path, cfg: dict[str, Any]) -> Settin
     business = env.get("REPLAY_ASSETS_BUSINESS_DATE_START", cfg.get("business_date_start", DEFAULT_START))
     tolerance = env.get("REPLAY_ASSETS_FUTURE_TOLERANCE_DAYS", cfg.get("future_tolerance_days", 1))
     interval = env.get("REPLAY_ASSETS_SENSOR_INTERVAL_SECONDS", cfg.get("sensor_interval_seconds", 30))
+    retention = env.get(
+        "REPLAY_ASSETS_RETENTION_LOAD_DATES", cfg.get("retention_load_dates", DEFAULT_RETENTION_LOAD_DATES)
+    )
     slo = cfg.get("slo", {})
     if not isinstance(slo, dict):
         raise ValueError("slo is not an object")
@@ -186,7 +192,15 @@ def _settings(env: Mapping[str, str], root: Path, cfg: dict[str, Any]) -> Settin
         sensor_interval_seconds=_number(interval, "sensor_interval_seconds", int),
         limits=_limits(cfg.get("limits", {})),
         lock_timeout_seconds=_number(cfg.get("lock_timeout_seconds", 60.0), "lock_timeout_seconds", float),
+        retention_load_dates=_retention(retention),
     )
+
+
+def _retention(value: Any) -> int:
+    keep = _number(value, "retention_load_dates", int)
+    if keep < 1:
+        raise ValueError("retention_load_dates is less than 1 (the horizon keeps the latest load date)")
+    return int(keep)
 
 
 def config_path(env: Mapping[str, str], home: str | None) -> Path:

@@ -11,6 +11,8 @@ import datetime as dt
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from replay_assets.core import retention
+from replay_assets.core.errors import ErrorCode
 from replay_assets.core.events import canonical_json, sha256_text
 from replay_assets.core.status import WAITING_PARTITION_STATUS, DateStatus
 
@@ -60,6 +62,7 @@ class WarehouseFacts:
     skipped: frozenset[str] = frozenset()
     landed: Mapping[str, str] = field(default_factory=dict)
     pointer: str = ""  # the newest certified load date: a failed gate is retried once it moves
+    pruned_through: str = ""  # the newest load date behind the replay horizon (core/retention.py)
 
 
 @dataclass(frozen=True)
@@ -240,6 +243,9 @@ def _status(
             return DateStatus.APPLIED, reuse or note
         if blocked is not None:
             return blocked
+        behind = retention.refusal(day, facts.pruned_through, "a new delivery")
+        if behind:  # reported and never applied: the input a re-application needs is gone
+            return DateStatus.LATE_DELIVERY, f"{ErrorCode.BEHIND_HORIZON}: {behind}"
         if day == latest:
             return DateStatus.RESTATE, "a new delivery for the latest applied load date"
         return DateStatus.LATE_DELIVERY, (
@@ -316,22 +322,28 @@ def with_waiting_statuses(
     return [by_key[key] for key in sorted(by_key)]
 
 
-def late_delivery_range(plans: Sequence[DatePlan]) -> tuple[str, str] | None:
+def late_delivery_range(plans: Sequence[DatePlan], pruned_through: str = "") -> tuple[str, str] | None:
     """The load dates a backfill must cover while a late delivery waits on a sealed date: from the
     earliest such date to the latest applied one (each is re-applied on the one before). None when
-    no late delivery waits."""
-    late = [p.load_date for p in plans if p.status is DateStatus.LATE_DELIVERY]
+    no late delivery waits. A late delivery behind the horizon can never be applied: not counted."""
+    late = [
+        p.load_date
+        for p in plans
+        if p.status is DateStatus.LATE_DELIVERY and not retention.behind_horizon(p.load_date, pruned_through)
+    ]
     if not late:
         return None
     applied = [p.load_date for p in plans if p.status in (DateStatus.APPLIED, DateStatus.LATE_DELIVERY)]
     return min(late), max(applied)
 
 
-def refuse_partial_backfill(plans: Sequence[DatePlan], first: str, last: str) -> str | None:
+def refuse_partial_backfill(
+    plans: Sequence[DatePlan], first: str, last: str, pruned_through: str = ""
+) -> str | None:
     """Why a load-date backfill of ``first..last`` must be refused before anything mutates, or
-    None: while a late delivery waits, a range that starts after its date or stops before the
-    latest applied date would re-apply part of the chain."""
-    needed = late_delivery_range(plans)
+    None: while a late delivery waits (one behind the horizon never can), a range that starts
+    after its date or stops before the latest applied date would re-apply part of the chain."""
+    needed = late_delivery_range(plans, pruned_through)
     if needed is None or (first <= needed[0] and last >= needed[1]):
         return None
     return (

@@ -8,6 +8,7 @@ import dagster as dg
 
 from replay_assets.core.config import Settings, slo_policy
 from replay_assets.core.manifest import Limits, parse_instant
+from replay_assets.core.retention import DEFAULT_RETENTION_LOAD_DATES
 from replay_assets.usecases.context import Pipeline
 
 
@@ -31,6 +32,7 @@ class ReplayResource(dg.ConfigurableResource):  # type: ignore[type-arg]
     retry_backoff_seconds: float = 5.0
     slo_json: str = "{}"
     sensor_interval_seconds: int = 30
+    retention_load_dates: int = DEFAULT_RETENTION_LOAD_DATES
 
     @classmethod
     def for_settings(cls, s: Settings) -> "ReplayResource":
@@ -48,6 +50,7 @@ class ReplayResource(dg.ConfigurableResource):  # type: ignore[type-arg]
             retry_backoff_seconds=s.retry_backoff_seconds,
             slo_json=json.dumps(dataclasses.asdict(s.slo)),
             sensor_interval_seconds=s.sensor_interval_seconds,
+            retention_load_dates=s.retention_load_dates,
         )
 
     def settings(self) -> Settings:
@@ -65,6 +68,7 @@ class ReplayResource(dg.ConfigurableResource):  # type: ignore[type-arg]
             retry_backoff_seconds=self.retry_backoff_seconds,
             slo=slo_policy(json.loads(self.slo_json)),
             sensor_interval_seconds=self.sensor_interval_seconds,
+            retention_load_dates=self.retention_load_dates,
         )
 
     def pipeline(self) -> Pipeline:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import dagster as dg
 
+from replay_assets.core import retention
 from replay_assets.core.adapters import Adapter, adapt_lines
 from replay_assets.core.config import SettingsError
 from replay_assets.core.errors import ErrorCode, ReplayError
@@ -30,7 +31,7 @@ from replay_assets.entrypoints.session import Session
 from replay_assets.storage.landing.deliveries import create_delivery
 from replay_assets.storage.publish import exports
 from replay_assets.usecases.context import Pipeline
-from replay_assets.usecases.decide import read_decision
+from replay_assets.usecases.decide import read_horizon
 from replay_assets.usecases.operations import Operations
 from replay_assets.usecases.recover import refresh_published
 from replay_assets.usecases.resolve import resolve
@@ -166,8 +167,11 @@ def cmd_backfill(args: argparse.Namespace) -> int:
     if args.from_ > args.to:
         raise ReplayError(ErrorCode.USAGE, f"--from {args.from_} is after --to {args.to}")
     if args.asset in backfill.LOAD_DATE_ASSETS:
-        plans = read_decision(Pipeline(settings_from_environment(args.home))).plans
-        refused = refuse_partial_backfill(plans, args.from_, args.to)
+        decision, horizon = read_horizon(Pipeline(settings_from_environment(args.home)))
+        behind = retention.refusal(args.from_, horizon, "a backfill")
+        if behind:
+            raise ReplayError(ErrorCode.BEHIND_HORIZON, behind)
+        refused = refuse_partial_backfill(decision.plans, args.from_, args.to, horizon)
         if refused:
             raise ReplayError(ErrorCode.USAGE, refused)
     session = _session(args)
@@ -374,7 +378,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.fn(args))
     except ReplayError as error:
         print(f"error: {error}", file=sys.stderr)
-        return 2 if error.code == "REPLAY_USAGE" else 1
+        return 2 if error.code in (ErrorCode.USAGE, ErrorCode.BEHIND_HORIZON) else 1
     except SettingsError as error:  # a malformed settings file or environment value
         print(f"error: {ErrorCode.USAGE}: {error}", file=sys.stderr)
         return 2

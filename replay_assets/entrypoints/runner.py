@@ -15,6 +15,7 @@ import dagster as dg
 from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.defs.resources import ReplayResource
 from replay_assets.usecases.context import Pipeline
+from replay_assets.usecases.prune import prune
 from replay_assets.usecases.recover import finish_in_doubt
 from replay_assets.usecases.sensor_cursors import cursor, save_cursor
 
@@ -105,6 +106,7 @@ def run_pending(
     summary = RunSummary(
         orphans_failed=fail_orphans(instance), finished_in_doubt=len(finish_in_doubt(pipeline))
     )
+    prune(pipeline)  # a pruning a kill cut short completes before anything else is applied
     tried: set[str] = set()
     resource = ReplayResource.for_settings(pipeline.settings)
     while len(summary.runs) < max_runs:

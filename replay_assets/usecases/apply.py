@@ -15,6 +15,7 @@ from typing import Any
 
 import duckdb
 
+from replay_assets.core import retention
 from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.plan import DatePlan
 from replay_assets.core.status import ApplyOutcome, DateStatus, PartitionStatus
@@ -26,9 +27,11 @@ from replay_assets.storage.evidence.costs import Cost, measure, record_cost
 from replay_assets.storage.journal import executor as journal
 from replay_assets.storage.journal.identities import apply_operation
 from replay_assets.storage.publish import certify
+from replay_assets.storage.retention.prune import pruned_through
 from replay_assets.usecases.context import Pipeline
 from replay_assets.usecases.decide import APPLICABLE, Decision, decide_with, plan_for
 from replay_assets.usecases.land import land
+from replay_assets.usecases.prune import prune
 from replay_assets.usecases.recover import refresh_published
 
 
@@ -50,6 +53,9 @@ def _apply(pipeline: Pipeline, load_date: str, run_id: str | None, sealed_ok: bo
         plan = plan_for(decision, load_date)
         if plan.status not in allowed:
             raise ReplayError(ErrorCode.NOT_READY, f"load date {load_date} is {plan.status}: {plan.reason}")
+        behind = retention.refusal(load_date, pruned_through(con), "re-applying")
+        if behind:
+            raise ReplayError(ErrorCode.BEHIND_HORIZON, behind)
         chain = _chain(decision, plan)
         for each in chain:
             require_landed(con, each)
@@ -127,6 +133,8 @@ def _apply(pipeline: Pipeline, load_date: str, run_id: str | None, sealed_ok: bo
     result = from_record(record)
     if result.status is ApplyOutcome.BLOCKED:
         raise ReplayError(ErrorCode.BATCH_BLOCKED, f"load date {load_date}: {result.reasons[0]}")
+    if result.status is not ApplyOutcome.FAILED_CANDIDATE:
+        prune(pipeline)  # the horizon moved: each pruning its own journaled operation
     return result
 
 

@@ -12,6 +12,7 @@ from replay_assets.core.plan import DatePlan, next_to_apply, plan_load_dates
 from replay_assets.core.status import DateStatus
 from replay_assets.storage.apply.facts import warehouse_facts
 from replay_assets.storage.landing import area as landing_area
+from replay_assets.storage.retention.prune import pruned_through
 from replay_assets.usecases.context import Pipeline
 
 # DELAYED is applicable on purpose: a manual or backfill run of a date whose predecessor is not
@@ -53,10 +54,11 @@ def decide(pipeline: Pipeline, timeout: float | None = None) -> Decision:
         return decide_with(pipeline, con)[0]
 
 
-def read_decision(pipeline: Pipeline) -> Decision:
-    """The decision from the last committed state, through the reader (no writer lock)."""
+def read_horizon(pipeline: Pipeline) -> tuple[Decision, str]:
+    """The decision and the newest load date behind the replay horizon ("" for none), from one
+    read of the last committed state (no writer lock)."""
     with pipeline.reader.read() as con:
-        return decide_with(pipeline, con)[0]
+        return decide_with(pipeline, con)[0], pruned_through(con)
 
 
 def plan_for(decision: Decision, load_date: str) -> DatePlan:

@@ -7,6 +7,7 @@ import datetime as dt
 
 import duckdb
 
+from replay_assets.core import retention
 from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.events import ValidationContext
 from replay_assets.core.manifest import Manifest
@@ -15,6 +16,7 @@ from replay_assets.storage.apply.facts import record_attempt
 from replay_assets.storage.evidence.costs import measure, record_cost
 from replay_assets.storage.landing import area as landing_area
 from replay_assets.storage.landing.ingest import Landed, land_batch
+from replay_assets.storage.retention.prune import pruned_through
 from replay_assets.usecases.context import Pipeline
 from replay_assets.usecases.decide import APPLICABLE, decide_with, plan_for
 
@@ -39,6 +41,9 @@ def _land(pipeline: Pipeline, load_date: str, run_id: str | None, *, sealed_ok: 
                 raise ReplayError(
                     ErrorCode.NOT_READY, f"load date {load_date} is {plan.status}: {plan.reason}"
                 )
+            behind = retention.refusal(load_date, pruned_through(con), "landing a late batch")
+            if behind and plan.status is DateStatus.LATE_DELIVERY:
+                raise ReplayError(ErrorCode.BEHIND_HORIZON, behind)
             return [
                 _land_batch(pipeline, con, seen=by_sha[d.manifest_sha256], load_date=load_date, run_id=run_id)
                 for d in plan.batches

@@ -169,6 +169,7 @@ def test_every_setting_reaches_the_pipeline_of_the_resource(tmp_path: Path) -> N
         retry_backoff_seconds=1.5,
         slo=SloPolicy(freshness_minutes=5, expected_time="06:30"),
         sensor_interval_seconds=7,
+        retention_load_dates=9,
     )
     at_default = [
         f.name

@@ -11,6 +11,7 @@ from replay_assets.core.plan import DatePlan, WarehouseFacts
 from replay_assets.core.status import DateStatus, PartitionStatus
 from replay_assets.storage.evidence.status import set_status
 from replay_assets.storage.publish import certify
+from replay_assets.storage.retention.prune import pruned_through
 
 LATEST_ATTEMPTS = """
     SELECT load_date, identity, status, reason FROM load_date_attempts
@@ -23,7 +24,12 @@ def warehouse_facts(con: duckdb.DuckDBPyConnection) -> WarehouseFacts:
     skipped = frozenset(r[0] for r in con.execute("SELECT batch_id FROM batch_resolutions").fetchall())
     landed = dict(con.execute("SELECT batch_id, manifest_sha256 FROM manifests").fetchall())
     return WarehouseFacts(
-        applied, blocked, skipped=skipped, landed=landed, pointer=certify.pointer(con) or ""
+        applied,
+        blocked,
+        skipped=skipped,
+        landed=landed,
+        pointer=certify.pointer(con) or "",
+        pruned_through=pruned_through(con),
     )
 
 

@@ -181,4 +181,22 @@ _V5 = [
     )
 ]
 
-MIGRATIONS: list[tuple[int, list[str]]] = [(1, _V1), (2, _V2), (3, _V3), (4, _V4), (5, _V5)]
+# Retention (issue 14): what a pruned load date keeps. ``landed_files`` holds each delivered file's
+# verified sha256, event count and size from landing on (homes landed before v6 keep their counts
+# from raw receipts, without a hash); ``pruned_load_dates`` is the evidence of each pruning.
+_V6 = [
+    """CREATE TABLE landed_files (
+        batch_id VARCHAR NOT NULL, load_date VARCHAR NOT NULL, source_file VARCHAR NOT NULL,
+        sha256 VARCHAR, events BIGINT NOT NULL, bytes BIGINT,
+        PRIMARY KEY (batch_id, source_file))""",
+    """INSERT INTO landed_files (batch_id, load_date, source_file, sha256, events, bytes)
+        SELECT batch_id, any_value(load_date), source_file, NULL, count(*), NULL
+        FROM raw_receipts GROUP BY batch_id, source_file""",
+    """CREATE TABLE pruned_load_dates (
+        load_date VARCHAR PRIMARY KEY, operation_id VARCHAR NOT NULL,
+        retention_load_dates BIGINT NOT NULL, raw_receipts BIGINT NOT NULL,
+        staged_events BIGINT NOT NULL, registry_rows BIGINT NOT NULL,
+        history_rows BIGINT NOT NULL, pruned_at TIMESTAMPTZ NOT NULL)""",
+]
+
+MIGRATIONS: list[tuple[int, list[str]]] = [(1, _V1), (2, _V2), (3, _V3), (4, _V4), (5, _V5), (6, _V6)]

@@ -265,6 +265,20 @@ def _insert_manifest(
             now,
         ],
     )
+    sizes = {f.name: f.size for f in files}
+    for declared in manifest.files:  # verified at landing: what a pruned load date still proves
+        con.execute(
+            "INSERT INTO landed_files (batch_id, load_date, source_file, sha256, events, bytes) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            [
+                manifest.batch_id,
+                manifest.load_date,
+                declared.path,
+                declared.sha256,
+                declared.events,
+                sizes.get(declared.path),
+            ],
+        )
 
 
 def insert_frame(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame) -> None:

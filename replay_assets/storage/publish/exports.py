@@ -8,8 +8,10 @@ from typing import TextIO
 import duckdb
 import polars as pl
 
+from replay_assets.core import retention
 from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.storage.db.warehouse import query_frame
+from replay_assets.storage.retention.prune import pruned_through
 
 TABLES = {
     "current_orders": "SELECT * FROM current_orders ORDER BY order_id, line_no",
@@ -42,6 +44,9 @@ def table(con: duckdb.DuckDBPyConnection, name: str, as_of: str | None) -> pl.Da
     if as_of is not None:
         if name not in AS_OF:
             raise ReplayError(ErrorCode.USAGE, f"--as-of applies to {', '.join(AS_OF)}, not {name}")
+        behind = retention.refusal(as_of, pruned_through(con), "the state as of")
+        if behind:
+            raise ReplayError(ErrorCode.BEHIND_HORIZON, behind)
         return query_frame(con, AS_OF[name], [as_of])
     if name not in TABLES:
         raise ReplayError(ErrorCode.USAGE, f"unknown table {name}")

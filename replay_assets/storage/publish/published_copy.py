@@ -19,7 +19,8 @@ from replay_assets.storage.journal import executor as journal
 from replay_assets.storage.landing.deliveries import atomic_replace, atomic_write, temp_path
 from replay_assets.storage.publish.certify import pointer
 
-VIEWS_VERSION = 3  # 1 held absolute paths: a copied home served the original's files; 2 had no evidence
+VIEWS_VERSION = 4  # 1 held absolute paths: a copied home served the original's files; 2 had no
+# evidence; 3 had no record of pruned load dates
 HOME_VARIABLE = "replay_assets_home"
 # The folder of the database a view is read from, computed when a query binds the view. A table
 # function takes constant arguments only (no subquery, no lateral column), and the one constant
@@ -57,6 +58,7 @@ EVIDENCE_TABLES = (
     "operations",
     "operation_audit",
     "step_attempts",
+    "pruned_load_dates",
 )
 VIEW_FILES = {
     "current_orders": "published/current_orders.parquet",

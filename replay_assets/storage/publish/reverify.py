@@ -12,8 +12,10 @@ from replay_assets.core.aggregate import aggregate_frame, content_sha256
 from replay_assets.storage.apply.snapshot_scan import scan_snapshot
 from replay_assets.storage.db.warehouse import one, query_frame
 from replay_assets.storage.publish.aggregates import AGG_KEY, lines_for_dates
-from replay_assets.storage.publish.certify import recomputed_controls
+from replay_assets.storage.publish.certify import pointer, recomputed_controls
+from replay_assets.storage.retention.prune import pruned_through
 
+PENDING = "SELECT DISTINCT business_date FROM restatement_queue WHERE released_at IS NULL"
 LATEST = """
     SELECT partition_key, version, as_of_load_date, content_sha256 FROM publications WHERE asset = ?
     QUALIFY row_number() OVER (PARTITION BY partition_key ORDER BY version DESC) = 1
@@ -28,7 +30,17 @@ class Verdict:
 
 
 def reverify_aggregates(con: duckdb.DuckDBPyConnection) -> Verdict:
+    """Each business date's newest publication, recomputed as of its own load date; one published
+    as of a load date behind the retention horizon (whose state pruning did not keep) is
+    recomputed as of the certified pointer instead: no load date changed its groups since, or a
+    restatement of it would be queued, and a date with a queued restatement is not checked."""
     latest = query_frame(con, LATEST, ["daily_aggregates"])
+    horizon, current = pruned_through(con), pointer(con) or ""
+    pending = {str(r[0]) for r in con.execute(PENDING).fetchall()}
+    behind = pl.col("as_of_load_date") <= horizon
+    latest = latest.filter(~(behind & pl.col("partition_key").is_in(sorted(pending)))).with_columns(
+        pl.when(behind).then(pl.lit(current)).otherwise(pl.col("as_of_load_date")).alias("as_of_load_date")
+    )
     reasons = {}
     for (as_of,), group in latest.group_by("as_of_load_date"):
         dates = group["partition_key"].to_list()
@@ -43,7 +55,8 @@ def reverify_state(con: duckdb.DuckDBPyConnection, newest: int = 7) -> Verdict:
     """The newest ``newest`` certified load-date snapshots (each a full-state recomputation):
     the published content hash and the stored snapshot record (controls, hash) must both equal
     what history recomputed as of that load date gives."""
-    latest = query_frame(con, LATEST, ["current_orders"]).tail(newest)
+    latest = query_frame(con, LATEST, ["current_orders"])
+    latest = latest.filter(pl.col("partition_key") > pruned_through(con)).tail(newest)
     reasons = {}
     for key, digest in latest.select("partition_key", "content_sha256").iter_rows():
         day = str(key)

@@ -1,0 +1,91 @@
+"""Pruning one load date behind the replay horizon (SPEC 10, ``core/retention.py``), in the
+caller's transaction: its raw payloads, staged events and event-id registry rows go, and every
+history row it superseded (an older row of a key it wrote). What stays: the manifests and each
+file's verified hash and count (``landed_files``), reconciliation, rejected events and
+violations, publications, snapshots and every key's newest row as of the date, tombstones
+included, so the state as of the pruned date and every later one is exact.
+
+Pruned in load-date order, the history of dates up to the last pruned one holds one row per key
+(each date removes what it superseded), and each pruning reads only that date's own keys."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import duckdb
+
+from replay_assets.core.events import canonical_json, sha256_text
+from replay_assets.storage.db.warehouse import one
+
+PRUNED_THROUGH = "pruned_through"
+# the history tables and the key a newer row supersedes an older one by; constants of this module
+_HISTORY_KEYS = {"order_history": ("order_id", "line_no"), "customer_history": ("customer_id",)}
+_PER_DATE = {
+    "raw_receipts": "raw_receipts",
+    "staged_events": "staged_events",
+    "event_registry": "registry_rows",
+}
+
+
+def pruned_through(con: duckdb.DuckDBPyConnection) -> str:
+    """The newest pruned load date, or "" when nothing was pruned."""
+    row = one(con, "SELECT value FROM pointers WHERE name = ?", [PRUNED_THROUGH])
+    return str(row[0]) if row else ""
+
+
+def applied_dates(con: duckdb.DuckDBPyConnection) -> list[str]:
+    return [str(r[0]) for r in con.execute("SELECT load_date FROM load_dates ORDER BY 1").fetchall()]
+
+
+def _deleted(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, object]) -> int:
+    found = con.execute(sql, params).fetchall()
+    return int(found[0][0]) if found else 0
+
+
+def prune_load_date(
+    con: duckdb.DuckDBPyConnection, day: str, *, operation_id: str, keep: int, now: dt.datetime
+) -> dict[str, int]:
+    """Prune ``day`` (the oldest unpruned applied date behind the horizon); returns the rows
+    removed per kind, also recorded in ``pruned_load_dates``."""
+    params: dict[str, object] = {"day": day}
+    removed = {
+        kind: _deleted(con, f"DELETE FROM {table} WHERE load_date = $day", params)
+        for table, kind in _PER_DATE.items()
+    }
+    history = 0
+    for table, key in _HISTORY_KEYS.items():
+        same_key = " AND ".join(f"h.{c} = n.{c}" for c in key)
+        history += _deleted(
+            con,
+            f"""DELETE FROM {table} h USING (SELECT {", ".join(key)} FROM {table} WHERE load_date = $day) n
+            WHERE h.load_date < $day AND {same_key}""",
+            params,
+        )
+    removed["history_rows"] = history
+    con.execute(
+        "INSERT INTO pruned_load_dates (load_date, operation_id, retention_load_dates, raw_receipts, "
+        "staged_events, registry_rows, history_rows, pruned_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            day,
+            operation_id,
+            keep,
+            removed["raw_receipts"],
+            removed["staged_events"],
+            removed["registry_rows"],
+            history,
+            now,
+        ],
+    )
+    con.execute("INSERT OR REPLACE INTO pointers (name, value) VALUES (?, ?)", [PRUNED_THROUGH, day])
+    return removed
+
+
+def pruned_digest(con: duckdb.DuckDBPyConnection, day: str) -> str | None:
+    """What the pruning of ``day`` recorded (its counts), as the operation's target hash."""
+    row = one(
+        con,
+        "SELECT raw_receipts, staged_events, registry_rows, history_rows FROM pruned_load_dates "
+        "WHERE load_date = ?",
+        [day],
+    )
+    return sha256_text(canonical_json([day, *row])) if row else None
