@@ -160,11 +160,13 @@ class Bench:
         self.con = duckdb.connect()
         self.rows: list[Measured] = []
 
-    def land_stream(self, events: int, days: int) -> int:
-        """Generate ``events`` spread over ``days`` new load dates; returns lines delivered."""
+    def land_stream(self, events: int, days: int, same_orders: bool = False) -> int:
+        """Generate ``events`` spread over ``days`` new load dates (new orders, or with
+        ``same_orders`` the first day's orders changed again); returns lines delivered."""
         last_business = FIRST_LOAD_DATE - dt.timedelta(days=1)
         seed = self.seed + self.next_base
-        frame = stream.stream(events, seed, last_business, self._time(), self.next_base)
+        key_base = 0 if same_orders else None
+        frame = stream.stream(events, seed, last_business, self._time(), self.next_base, key_base)
         self.next_base = stream.max_seq(frame) + 1
         frame = frame.with_columns(stream.pick(pl.int_range(0, pl.len()), self.seed + 99, days).alias("day"))
         for d in range(days):
@@ -234,6 +236,9 @@ class Bench:
         finally:
             con.close()
         counts["warehouse_bytes"] = (self.home / "warehouse.duckdb").stat().st_size
+        counts["published_bytes"] = sum(
+            f.stat().st_size for f in (self.home / "published").rglob("*") if f.is_file()
+        )
         return counts
 
 
@@ -255,6 +260,23 @@ def table(rows: list[Measured]) -> str:
     return "\n".join(out)
 
 
+def curve(rows: list[Measured], growth: list[dict[str, int]]) -> str:
+    """Each steady day: its wall time and what the home holds after it."""
+    head = (
+        f"{'day':>4} {'wall s':>7} {'warehouse MiB':>13} {'published MiB':>13} {'raw rows':>10} "
+        f"{'staged':>10} {'registry':>10} {'history':>10}"
+    )
+    out = [head, "-" * len(head)]
+    steady = [r for r in rows if r.case.startswith("steady+")]
+    for r, g in zip(steady, growth, strict=True):
+        out.append(
+            f"{g['day'] + 1:>4} {r.wall:7.1f} {g['warehouse_bytes'] / 2**20:13.0f} "
+            f"{g['published_bytes'] / 2**20:13.0f} {g['raw_receipts']:>10} {g['staged_events']:>10} "
+            f"{g['event_registry']:>10} {g['order_history']:>10}"
+        )
+    return "\n".join(out)
+
+
 def _gib(n: int) -> str:
     return f"{n / 2**30:.2f}G"
 
@@ -267,6 +289,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cases", default=",".join(CASES))
     p.add_argument("--correction", type=int, default=CORRECTION_EVENTS)
     p.add_argument("--steady-days", type=int, default=0, help="further days of --events each, one run a day")
+    p.add_argument(
+        "--steady-keys",
+        choices=("new", "same"),
+        default="new",
+        help="a steady day brings new orders (the state grows) or changes the same ones (it does not)",
+    )
+    p.add_argument("--retention", type=int, help="retention_load_dates of the home (default: the product's)")
     p.add_argument("--home", help="keep the home here (default: a temporary folder, removed)")
     p.add_argument("--json", help="also write the figures to this file")
     p.add_argument("--profile", help="folder for py-spy raw stacks of each run (py-spy on PATH)")
@@ -275,9 +304,13 @@ def main(argv: list[str] | None = None) -> int:
     root = Path(args.home) if args.home else Path(tempfile.mkdtemp(prefix="replay-bench-"))
     home = root / "home"
     home.mkdir(parents=True, exist_ok=True)
-    (home / "replay-assets.json").write_text(
-        json.dumps({"load_date_start": FIRST_LOAD_DATE.isoformat(), "business_date_start": "2026-01-01"})
-    )
+    config: dict[str, object] = {
+        "load_date_start": FIRST_LOAD_DATE.isoformat(),
+        "business_date_start": "2026-01-01",
+    }
+    if args.retention is not None:
+        config["retention_load_dates"] = args.retention
+    (home / "replay-assets.json").write_text(json.dumps(config))
     bench = Bench(home, args.seed, args.profile)
     started = time.monotonic()
     lines = bench.land_stream(args.events, args.days)
@@ -292,11 +325,11 @@ def main(argv: list[str] | None = None) -> int:
     growth = []
     for day in range(args.steady_days):
         bench.day += dt.timedelta(days=1)
-        bench.measure(f"steady+{day + 1}", bench.land_stream(args.events, 1))
+        bench.measure(f"steady+{day + 1}", bench.land_stream(args.events, 1, args.steady_keys == "same"))
         growth.append({"day": day + 1, **bench.growth()})
     print(table(bench.rows))
-    for g in growth:
-        print("  growth", json.dumps(g))
+    if growth:
+        print(curve(bench.rows, growth))
     if args.json:
         Path(args.json).write_text(json.dumps([r.__dict__ for r in bench.rows] + growth, indent=1))
     if not args.home:

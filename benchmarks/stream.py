@@ -78,12 +78,16 @@ def business_date(days_back: pl.Expr, last: dt.date) -> pl.Expr:
     return (pl.lit(last) - pl.duration(days=days_back)).cast(pl.String)
 
 
-def order_events(shape: Shape, seed: int, last_business: dt.date, base: int) -> pl.DataFrame:
-    """Unique order-line events (no duplicates yet) with their versions and images; keys and
-    source_seqs start at ``base`` (a later day of a steady-state run brings new orders)."""
-    k = pl.int_range(base, base + shape.inserts, dtype=pl.Int64)
+def order_events(
+    shape: Shape, seed: int, last_business: dt.date, base: int, key_base: int | None = None
+) -> pl.DataFrame:
+    """Unique order-line events (no duplicates yet) with their versions and images; source_seqs
+    start at ``base``, keys at ``key_base`` (default ``base``: a later day of a growing run brings
+    new orders; ``0`` changes the same orders again, a steady state of bounded size)."""
+    first_key = base if key_base is None else key_base
+    k = pl.int_range(first_key, first_key + shape.inserts, dtype=pl.Int64)
     inserts = pl.select(k.alias("k")).with_columns(
-        pl.col("k").alias("seq"),
+        (pl.col("k") - first_key + base).alias("seq"),
         pick(pl.col("k"), seed + 1, STORES).alias("store"),
         pick(pl.col("k"), seed + 2, BUSINESS_DAYS).alias("back"),
         (pick(pl.col("k"), seed + 3, 9) + 1).alias("quantity"),
@@ -200,11 +204,19 @@ def max_seq(frame: pl.DataFrame) -> int:
     return int(value) if value is not None else -1
 
 
-def stream(events: int, seed: int, last_business: dt.date, event_time: str, base: int = 0) -> pl.DataFrame:
+def stream(
+    events: int,
+    seed: int,
+    last_business: dt.date,
+    event_time: str,
+    base: int = 0,
+    key_base: int | None = None,
+) -> pl.DataFrame:
     """The whole unique stream plus exact duplicate copies, shuffled; one row per delivered line.
-    Keys and source_seqs start at ``base``; the next free base is ``max(seq) + 1``."""
+    Source_seqs start at ``base`` (the next free base is ``max(seq) + 1``), keys at ``key_base``
+    (default ``base``)."""
     shape = Shape(events)
-    orders = order_events(shape, seed, last_business, base)
+    orders = order_events(shape, seed, last_business, base, key_base)
     orders = orders.with_columns(order_line_json(orders, event_time).alias("line"))
     first_customer_seq = max_seq(orders) + 1
     customers = customer_events(shape, seed, first_customer_seq, event_time)
