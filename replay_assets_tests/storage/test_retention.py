@@ -18,6 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -197,3 +198,43 @@ def test_a_horizon_of_zero_is_a_usage_error(tmp_path: Path, capsys: pytest.Captu
     )
     assert overridden.retention_load_dates == 7
     assert settings_from({}, str(home), None).retention_load_dates == 35  # SPEC 5's default
+
+
+def _published_as_of(home: Path, macro: str, day: str) -> list[Any]:
+    con = duckdb.connect(str(home / "published.duckdb"), read_only=True)
+    try:
+        return con.execute(f"SELECT * FROM {macro}(?) ORDER BY ALL", [day]).fetchall()
+    finally:
+        con.close()
+
+
+def test_published_duckdb_answers_as_of_inside_the_horizon_and_refuses_behind_it(pruned: Pipeline) -> None:
+    home = pruned.settings.home
+    for day in (D3, D4):
+        for macro in ("orders_as_of", "customers_as_of"):
+            assert _published_as_of(home, macro, day) == rows(
+                pruned, f"SELECT * FROM {macro}(?) ORDER BY ALL", [day]
+            )
+    assert _published_as_of(home, "orders_as_of", D4) == rows(
+        pruned, "SELECT * FROM current_orders ORDER BY ALL"
+    )
+    with pytest.raises(duckdb.Error, match="REPLAY_BEHIND_HORIZON"):
+        _published_as_of(home, "orders_as_of", D2)
+    files = sorted(p.name for p in (home / "published" / "history" / "orders").iterdir())
+    assert files == [
+        "_schema.parquet",
+        f"base-{D2}.parquet",
+        f"load_date={D3}.parquet",
+        f"load_date={D4}.parquet",
+    ]
+
+
+def test_published_duckdb_answers_as_of_every_certified_date_without_pruning(tmp_path: Path) -> None:
+    p = Pipeline(settings_for(tmp_path / "home", NOW))
+    deliver(p, D1, "b1", [event(1, "o1"), event(2, "o2")])
+    deliver(p, D2, "b2", [event(3, "o1", amount_minor=7), event(4, "o2", op="delete")])
+    drive(p)
+    for day in (D1, D2):
+        expected = rows(p, "SELECT * FROM orders_as_of(?) ORDER BY ALL", [day])
+        assert _published_as_of(p.settings.home, "orders_as_of", day) == expected
+    assert _published_as_of(p.settings.home, "orders_as_of", "2025-12-31") == []

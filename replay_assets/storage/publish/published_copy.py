@@ -12,15 +12,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
 from replay_assets.storage.journal import executor as journal
 from replay_assets.storage.landing.deliveries import atomic_replace, atomic_write, temp_path
 from replay_assets.storage.publish.certify import pointer
+from replay_assets.storage.retention.prune import pruned_through
 
-VIEWS_VERSION = 4  # 1 held absolute paths: a copied home served the original's files; 2 had no
-# evidence; 3 had no record of pruned load dates
+VIEWS_VERSION = 5  # 1 held absolute paths: a copied home served the original's files; 2 had no
+# evidence; 3 had no record of pruned load dates; 4 had no as-of access
 HOME_VARIABLE = "replay_assets_home"
 # The folder of the database a view is read from, computed when a query binds the view. A table
 # function takes constant arguments only (no subquery, no lateral column), and the one constant
@@ -34,6 +36,15 @@ VIEW_HOME = f"""coalesce(getvariable('{HOME_VARIABLE}'),
          THEN parse_dirpath(current_setting('temp_directory'))
          ELSE error('published.duckdb reads the Parquet files of its own folder: open it as the '
                     || 'database, or SET VARIABLE {HOME_VARIABLE} = ''<home folder>'' first') END)"""
+# An as-of read at or before the last pruned load date fails instead of answering from a state
+# pruning did not keep (the warehouse's export refuses it the same way).
+BEHIND_HORIZON_GUARD = f"""(SELECT CASE WHEN CAST(d AS DATE) <= horizon
+        THEN error('REPLAY_BEHIND_HORIZON: the state as of ' || CAST(d AS VARCHAR) || ' is behind the '
+                   || 'retention horizon (load dates up to ' || CAST(horizon AS VARCHAR) || ' were pruned)')
+        ELSE true END
+    FROM (SELECT max(CAST(value AS DATE)) AS horizon
+          FROM read_parquet({VIEW_HOME} || '/published/evidence/pointers.parquet')
+          WHERE name = 'pruned_through'))"""
 # The evidence a reader needs while a writer holds the warehouse (status, the plan, service
 # levels, recovery inspect|plan): small tables, mirrored whole on every refresh under their own
 # names. The big ones (raw receipts, staged and rejected events, history, the event registry)
@@ -66,6 +77,26 @@ VIEW_FILES = {
     "daily_aggregates": "published/daily_aggregates/*.parquet",
     "publications": "published/publications.parquet",
     **{table: f"published/evidence/{table}.parquet" for table in EVIDENCE_TABLES},
+}
+# As-of access (SPEC 10): the consumer-typed history rows each certified load date inside the
+# horizon wrote (``history/<entity>/load_date=D.parquet``, rewritten when D is restated) and the
+# state as of the last pruned date (``base.parquet``: history up to it holds one row per key).
+# ``orders_as_of(d)`` takes each key's newest row up to ``d``; behind the horizon it fails.
+AS_OF_HISTORY = {
+    "orders": (
+        "order_history",
+        "orders_as_of",
+        """order_id, line_no, store_id, customer_id, product_id,
+        CAST(business_date AS DATE) AS business_date, quantity, amount_minor, cost_minor, status,
+        version, source_seq, CAST(load_date AS DATE) AS load_date""",
+        "order_id, line_no",
+    ),
+    "customers": (
+        "customer_history",
+        "customers_as_of",
+        "customer_id, name, segment, status, version, source_seq, CAST(load_date AS DATE) AS load_date",
+        "customer_id",
+    ),
 }
 AGGREGATES_SQL = """SELECT * FROM daily_aggregates WHERE CAST(business_date AS VARCHAR) = ?"""
 LATEST_AGGREGATE_VERSIONS = """
@@ -102,14 +133,61 @@ def refresh(con: duckdb.DuckDBPyConnection, home: Path) -> list[str]:
             _export(con, root / "daily_aggregates" / f"business_date={key}.parquet", AGGREGATES_SQL, [key])
             done["aggregates"][key] = version
             written.append(f"daily_aggregates/business_date={key}.parquet")
+    written += _refresh_history(con, root / "history", done)
     if written or not (root / "publications.parquet").exists():
         _export(con, root / "publications.parquet", "SELECT * FROM publications ORDER BY ALL")
         _ensure_placeholders(con, root)
         atomic_write(state_path, json.dumps(done, sort_keys=True).encode())
     for table in EVIDENCE_TABLES:  # names from this module only
         _export(con, root / "evidence" / f"{table}.parquet", f"SELECT * FROM {table}")
+    _drop_covered_history(root / "history", done)
+    atomic_write(state_path, json.dumps(done, sort_keys=True).encode())
     _ensure_views(home, root)
     return written
+
+
+def _refresh_history(con: duckdb.DuckDBPyConnection, root: Path, done: dict[str, Any]) -> list[str]:
+    """The as-of files: the base when the horizon moved, each certified date's rows when its
+    snapshot changed; files of dates behind the horizon go after the base that covers them."""
+    written = []
+    horizon, current = pruned_through(con), pointer(con) or ""
+    changes: dict[str, str] = done.setdefault("history", {})
+    if horizon and done.get("history_base") != horizon:
+        for entity, (table, _, columns, key) in AS_OF_HISTORY.items():
+            base = f"""SELECT {columns} FROM {table} WHERE load_date <= ?
+                QUALIFY row_number() OVER (PARTITION BY {key} ORDER BY load_date DESC) = 1"""
+            _export(con, root / entity / f"base-{horizon}.parquet", base, [horizon])
+        done["history_base"] = horizon
+        written.append("history base")
+    certified = con.execute(
+        "SELECT load_date, content_sha256 FROM snapshots WHERE load_date > ? AND load_date <= ? ORDER BY 1",
+        [horizon, current],
+    ).fetchall()
+    for day, digest in certified:
+        if changes.get(day) != digest:
+            for entity, (table, _, columns, _key) in AS_OF_HISTORY.items():
+                rows = f"SELECT {columns} FROM {table} WHERE load_date = ?"
+                _export(con, root / entity / f"load_date={day}.parquet", rows, [day])
+            changes[day] = digest
+            written.append(f"history load_date={day}")
+    return written
+
+
+def _drop_covered_history(root: Path, done: dict[str, Any]) -> None:
+    """Once the evidence says where the horizon is: the older bases and the files of the dates the
+    newest base covers. Until then every file stays, so the union answers every date inside the
+    horizon either way (each file holds true history rows; the newest row up to a date wins)."""
+    horizon = done.get("history_base") or ""
+    for entity in AS_OF_HISTORY:
+        for path in (root / entity).glob("*.parquet"):
+            stem = path.stem
+            day = stem.removeprefix("base-").removeprefix("load_date=")
+            if (stem.startswith("base-") and day != horizon) or (
+                stem.startswith("load_date=") and day <= horizon
+            ):
+                path.unlink(missing_ok=True)
+    for day in [d for d in done.get("history", {}) if d <= horizon]:
+        del done["history"][day]
 
 
 def _snapshot(con: duckdb.DuckDBPyConnection, day: str) -> str:
@@ -123,6 +201,8 @@ def _ensure_placeholders(con: duckdb.DuckDBPyConnection, root: Path) -> None:
         "current_orders.parquet": "SELECT * FROM current_orders LIMIT 0",
         "current_customers.parquet": "SELECT * FROM current_customers LIMIT 0",
         "daily_aggregates/_schema.parquet": "SELECT * FROM daily_aggregates LIMIT 0",
+        "history/orders/_schema.parquet": "SELECT * FROM orders_as_of('') LIMIT 0",
+        "history/customers/_schema.parquet": "SELECT * FROM customers_as_of('') LIMIT 0",
     }
     for name, sql in empty.items():
         if not (root / name).exists():
@@ -148,6 +228,11 @@ def _ensure_views(home: Path, root: Path) -> None:
             con.execute(
                 f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM read_parquet({VIEW_HOME} || '/{relative}')"
             )
+        for entity, (_, macro, _, key) in AS_OF_HISTORY.items():
+            con.execute(f"""CREATE OR REPLACE MACRO {macro}(d) AS TABLE
+                SELECT * FROM read_parquet({VIEW_HOME} || '/published/history/{entity}/*.parquet')
+                WHERE load_date <= CAST(d AS DATE) AND {BEHIND_HORIZON_GUARD}
+                QUALIFY row_number() OVER (PARTITION BY {key} ORDER BY load_date DESC) = 1""")
     finally:
         con.close()
     atomic_replace(tmp, target)
