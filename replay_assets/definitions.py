@@ -1,25 +1,16 @@
-"""Composition root: the only place that reads the environment and picks adapters."""
+"""Composition root: the Dagster definitions of a home, from the settings the environment gives
+(``entrypoints/environment.py``)."""
 
 from __future__ import annotations
 
-import os
-
 import dagster as dg
 
-from replay_assets.core.config import Settings, SettingsError, config_path, settings_from
+from replay_assets.core.config import Settings
 from replay_assets.core.lanes import CURRENT, LANE_TAG
 from replay_assets.defs.assets import build_assets, build_reverification_checks
 from replay_assets.defs.resources import ReplayResource
 from replay_assets.defs.sensors import build_sensors
-
-
-def settings_from_environment(home: str | None = None) -> Settings:
-    path = config_path(os.environ, home)
-    try:
-        text = path.read_text(encoding="utf-8") if path.exists() else None
-    except (OSError, UnicodeDecodeError):
-        raise SettingsError(f"{path.name} cannot be read as UTF-8 text") from None
-    return settings_from(os.environ, home, text)
+from replay_assets.entrypoints.environment import settings_from_environment
 
 
 def build_definitions(settings: Settings) -> dg.Definitions:

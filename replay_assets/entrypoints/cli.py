@@ -23,8 +23,8 @@ from replay_assets.core.events import canonical_json, jsonl_lines, sha256_text
 from replay_assets.core.names import NameKind
 from replay_assets.core.plan import refuse_partial_backfill
 from replay_assets.core.status import DateStatus
-from replay_assets.definitions import settings_from_environment
 from replay_assets.entrypoints.arguments import DAY, instant, name_of
+from replay_assets.entrypoints.environment import settings_from_environment
 from replay_assets.entrypoints.progress import progress
 from replay_assets.entrypoints.report import print_reading, print_table, status_row
 from replay_assets.entrypoints.session import Session

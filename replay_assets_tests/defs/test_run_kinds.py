@@ -6,8 +6,9 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from replay_assets.definitions import build_definitions, settings_from_environment
+from replay_assets.definitions import build_definitions
 from replay_assets.demo.scenarios import seed001
+from replay_assets.entrypoints.environment import settings_from_environment
 from replay_assets.entrypoints.runner import instance_for
 from replay_assets.storage.landing.deliveries import write_delivery
 from replay_assets.usecases.context import Pipeline
