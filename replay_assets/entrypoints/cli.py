@@ -12,8 +12,7 @@ import warnings
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-
-import dagster as dg
+from typing import TYPE_CHECKING
 
 from replay_assets.core import retention
 from replay_assets.core.adapters import Adapter, adapt_lines
@@ -27,7 +26,6 @@ from replay_assets.entrypoints.arguments import DAY, instant, name_of
 from replay_assets.entrypoints.environment import settings_from_environment
 from replay_assets.entrypoints.progress import progress
 from replay_assets.entrypoints.report import print_reading, print_table, status_row
-from replay_assets.entrypoints.session import Session
 from replay_assets.storage.landing.deliveries import create_delivery
 from replay_assets.storage.publish import exports
 from replay_assets.usecases.context import Pipeline
@@ -37,8 +35,14 @@ from replay_assets.usecases.recover import refresh_published
 from replay_assets.usecases.resolve import resolve
 from replay_assets.usecases.status import record_waiting_statuses
 
+if TYPE_CHECKING:  # Dagster is imported by the commands that run it, not by status or export
+    from replay_assets.entrypoints.session import Session
 
-def _session(args: argparse.Namespace) -> Session:
+
+def _session(args: argparse.Namespace) -> "Session":
+    from replay_assets.entrypoints.session import Session
+
+    _quiet_dagster_warnings()
     settings = settings_from_environment(args.home)
     dagster_home = os.environ.get("DAGSTER_HOME")
     return Session(settings, Path(dagster_home) if dagster_home else settings.dagster_home)
@@ -74,7 +78,9 @@ def cmd_ui(args: argparse.Namespace) -> int:
     (seed 003's incident: filled partitions, passed gate checks, a failed re-verification, the
     daily-totals chart), then ``dagster dev`` replaces this process with the home's instance."""
     from replay_assets.demo.seed003 import seed003_demo
+    from replay_assets.entrypoints.session import Session
 
+    _quiet_dagster_warnings()
     settings = settings_from_environment(args.home)
     session = Session(settings, settings.dagster_home)  # the home's own instance, whatever DAGSTER_HOME says
     home, dagster_home = settings.home.resolve(), settings.dagster_home.resolve()
@@ -235,8 +241,7 @@ def cmd_resolve(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     settings = settings_from_environment(args.home)
     output = exports.check_output(args.output, settings.home) if args.output else None
-    session = _session(args)
-    reader = session.pipeline.reader
+    reader = Pipeline(settings).reader
     with reader.read() as con:
         if reader.source != "warehouse" and (args.as_of or args.table not in exports.PUBLISHED):
             raise ReplayError(
@@ -364,12 +369,13 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _quiet_dagster_warnings() -> None:
+    import dagster as dg
+
     warnings.filterwarnings("ignore", category=dg.BetaWarning)
     warnings.filterwarnings("ignore", category=dg.PreviewWarning)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    _quiet_dagster_warnings()
     try:
         args = parser().parse_args(argv)
     except SystemExit as stop:  # argparse: --help (0) or a usage error (2), already printed
