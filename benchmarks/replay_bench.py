@@ -77,10 +77,37 @@ def _status_kib(pid: int, field_name: str) -> int:
     return 0
 
 
-def run_pipeline(home: Path, now: str, case: str, events: int, profile: str | None = None) -> Measured:
+@dataclass(frozen=True)
+class Probe:
+    """One ``replay-assets status --json`` while the run went on."""
+
+    seconds: float
+    exit_code: int
+    source: str  # warehouse, or the published copy while the writer held the warehouse
+    in_progress: str  # "use case load date" the writer was doing, or ""
+
+
+def probe_status(home: Path, env: dict[str, str]) -> Probe:
+    command = [str(Path(sys.executable).parent / "replay-assets"), "status", "--json", "--home", str(home)]
+    started = time.monotonic()
+    child = subprocess.run(command, env=env, capture_output=True, text=True)
+    seconds = time.monotonic() - started
+    try:
+        document = json.loads(child.stdout)
+    except ValueError:
+        return Probe(seconds, child.returncode, "unreadable output", "")
+    doing = document.get("in_progress") or {}
+    doing_text = f"{doing['use_case']} {doing['partition']}" if doing else ""
+    return Probe(seconds, child.returncode, str(document.get("source")), doing_text)
+
+
+def run_pipeline(
+    home: Path, now: str, case: str, events: int, profile: str | None = None, probe_every: float = 0
+) -> Measured:
     """``replay-assets run --home H`` as a child process; wall time and the tree's peak RSS.
     ``profile``: a folder for py-spy's raw stacks of the run (py-spy on PATH; figures then
-    include its overhead)."""
+    include its overhead). ``probe_every``: run ``status --json`` every that many seconds
+    while the run goes on, recording how long each took and what it said."""
     command = [str(Path(sys.executable).parent / "replay-assets"), "run", "--home", str(home)]
     if profile:
         out = Path(profile) / f"{case}.txt"
@@ -101,17 +128,38 @@ def run_pipeline(home: Path, now: str, case: str, events: int, profile: str | No
             sum_peak[0] = max(sum_peak[0], total)
             done.wait(0.05)
 
+    probes: list[Probe] = []
+
+    def probe() -> None:
+        while not done.wait(probe_every):
+            probes.append(probe_status(home, env))
+
     poller = threading.Thread(target=poll, daemon=True)
     poller.start()
+    prober = threading.Thread(target=probe, daemon=True)
+    if probe_every:
+        prober.start()
     output = child.stdout.read() if child.stdout else b""
     # not wait4's ru_maxrss: Linux carries the parent's RSS at fork into the child's maximum
     _, status = os.waitpid(child.pid, 0)
     wall = time.monotonic() - started
     done.set()
     poller.join()
+    if probe_every:
+        prober.join()
     child.returncode = os.waitstatus_to_exitcode(status)
     text = output.decode("utf-8", "replace")
     (home / f"run-{case}.log").write_text(text)
+    notes = [line for line in text.splitlines() if "FAILED" in line or line.startswith("error")][:5]
+    if probes:
+        times = sorted(p.seconds for p in probes)
+        doing = [p for p in probes if p.in_progress]
+        notes.append(
+            f"status during the run: {len(probes)} probes, median {times[len(times) // 2]:.2f} s, "
+            f"max {times[-1]:.2f} s, exit codes {sorted({p.exit_code for p in probes})}, "
+            f"sources {sorted({p.source for p in probes})}, {len(doing)} named the work in progress "
+            f"(e.g. {doing[0].in_progress if doing else '-'})"
+        )
     return Measured(
         case,
         events,
@@ -120,7 +168,7 @@ def run_pipeline(home: Path, now: str, case: str, events: int, profile: str | No
         max(sum_peak[0], max(peaks.values(), default=0)) * 1024,
         len(peaks),
         child.returncode,
-        notes=[line for line in text.splitlines() if "FAILED" in line or line.startswith("error")][:5],
+        notes=notes,
     )
 
 
@@ -150,9 +198,10 @@ def verify(home: Path, con: duckdb.DuckDBPyConnection) -> list[str]:
 
 
 class Bench:
-    def __init__(self, home: Path, seed: int, profile: str | None = None) -> None:
+    def __init__(self, home: Path, seed: int, profile: str | None = None, probe_every: float = 0) -> None:
         self.home = home
         self.profile = profile
+        self.probe_every = probe_every
         self.seed = seed
         self.parquet: list[str] = []
         self.next_base = 0
@@ -214,7 +263,8 @@ class Bench:
         self.parquet.append(str(path))
 
     def measure(self, case: str, events: int, with_reference: bool = True) -> Measured:
-        result = run_pipeline(self.home, f"{self.day.isoformat()}T23:00:00Z", case, events, self.profile)
+        now = f"{self.day.isoformat()}T23:00:00Z"
+        result = run_pipeline(self.home, now, case, events, self.profile, self.probe_every)
         started = time.monotonic()
         stream.reference_fold(self.con, self.parquet)
         reference = time.monotonic() - started
@@ -295,6 +345,9 @@ def main(argv: list[str] | None = None) -> int:
         default="new",
         help="a steady day brings new orders (the state grows) or changes the same ones (it does not)",
     )
+    p.add_argument(
+        "--probe-status", type=float, default=0, help="run `status --json` every S seconds during runs"
+    )
     p.add_argument("--retention", type=int, help="retention_load_dates of the home (default: the product's)")
     p.add_argument("--home", help="keep the home here (default: a temporary folder, removed)")
     p.add_argument("--json", help="also write the figures to this file")
@@ -311,7 +364,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.retention is not None:
         config["retention_load_dates"] = args.retention
     (home / "replay-assets.json").write_text(json.dumps(config))
-    bench = Bench(home, args.seed, args.profile)
+    bench = Bench(home, args.seed, args.profile, args.probe_status)
     started = time.monotonic()
     lines = bench.land_stream(args.events, args.days)
     print(f"generated {lines} lines over {args.days} load dates in {time.monotonic() - started:.1f} s")

@@ -125,7 +125,11 @@ def test_while_a_writer_holds_the_warehouse_readers_answer_from_the_published_co
         assert f"in progress: apply {D4} since" in out and "published copy" in out
         code, out = _cli(capsys, "export", "current_orders", "--home", str(home), "--format", "jsonl")
         assert code == 0 and sorted(json.loads(line)["order_id"] for line in out.splitlines()) == ["o1", "o2"]
-        assert main(["export", "raw_receipts", "--home", str(home)]) == 1  # history stays in the warehouse
+        code, out = _cli(
+            capsys, "export", "current_orders", "--as-of", D1, "--home", str(home), "--format", "jsonl"
+        )
+        assert code == 0 and sorted(json.loads(line)["order_id"] for line in out.splitlines()) == ["o1", "o2"]
+        assert main(["export", "raw_receipts", "--home", str(home)]) == 1  # raw input stays in the warehouse
         assert "REPLAY_WAREHOUSE_BUSY" in capsys.readouterr().err
         assert _cli(capsys, "recovery", "inspect", "--home", str(home), "--json")[0] == 0
         assert _tree(home) == before  # the readers wrote nothing

@@ -243,11 +243,11 @@ def cmd_export(args: argparse.Namespace) -> int:
     output = exports.check_output(args.output, settings.home) if args.output else None
     reader = Pipeline(settings).reader
     with reader.read() as con:
-        if reader.source != "warehouse" and (args.as_of or args.table not in exports.PUBLISHED):
+        if reader.source != "warehouse" and args.table not in exports.PUBLISHED:
             raise ReplayError(
                 ErrorCode.WAREHOUSE_BUSY,
-                f"a writer holds the warehouse; {args.table}{' --as-of' if args.as_of else ''} is read "
-                "from it, not from the published copy: try again when the load is done",
+                f"a writer holds the warehouse; {args.table} is read from it, not from the published "
+                "copy: try again when the load is done",
             )
         frame = exports.table(con, args.table, args.as_of)
     exports.write(frame, args.format, output, sys.stdout)
