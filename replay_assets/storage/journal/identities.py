@@ -31,8 +31,9 @@ def publish_operation(con: duckdb.DuckDBPyConnection, dates: list[str]) -> journ
         [dates, pointer or "", upstream[1] if upstream else "", [list(q) for q in queued]]
     )
     key = f"{dates[0]}..{dates[-1]}" if dates else ""
+    intent = {"business_dates": dates}
     return _operation(
-        "publish_aggregates", "daily_aggregates", key, input_identity, {"business_dates": dates}
+        "publish_aggregates", "daily_aggregates", key, input_identity=input_identity, intent=intent
     )
 
 
@@ -55,18 +56,22 @@ def apply_operation(con: duckdb.DuckDBPyConnection, plan: DatePlan) -> journal.O
     upstream = certify.last_publication(con, "current_orders", prev)
     input_identity = canonical_json([plan.identity, upstream[1] if upstream else ""])
     intent = {"batches": sorted([b.source, b.batch_id, b.manifest_sha256] for b in plan.batches)}
-    return _operation("apply_load_date", "current_orders", plan.load_date, input_identity, intent)
+    return _operation(
+        "apply_load_date", "current_orders", plan.load_date, input_identity=input_identity, intent=intent
+    )
 
 
 def prune_operation(con: duckdb.DuckDBPyConnection, day: str) -> journal.Operation:
     """Identity of pruning a load date behind the horizon: the date and its applied input."""
     row = con.execute("SELECT identity FROM load_dates WHERE load_date = ?", [day]).fetchall()
     identity = canonical_json([day, str(row[0][0]) if row else ""])
-    return _operation("prune_load_date", "current_orders", day, identity, {"prune_load_date": day})
+    return _operation(
+        "prune_load_date", "current_orders", day, input_identity=identity, intent={"prune_load_date": day}
+    )
 
 
 def _operation(
-    kind: str, asset: str, key: str, input_identity: str, intent: dict[str, Any]
+    kind: str, asset: str, key: str, *, input_identity: str, intent: dict[str, Any]
 ) -> journal.Operation:
     return journal.Operation(
         operation_id(kind, asset, key, input_identity),
