@@ -25,7 +25,7 @@ from replay_assets.core.status import DateStatus
 from replay_assets.entrypoints.arguments import DAY, instant, name_of
 from replay_assets.entrypoints.environment import settings_from_environment
 from replay_assets.entrypoints.progress import progress
-from replay_assets.entrypoints.report import print_reading, print_table, status_row
+from replay_assets.entrypoints.report import print_reading, print_retention, print_table, status_row
 from replay_assets.storage.landing.deliveries import create_delivery
 from replay_assets.storage.publish import exports
 from replay_assets.usecases.context import Pipeline
@@ -279,6 +279,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(json.dumps(document, indent=2, default=str))
     else:
         print_reading(reading)
+        print_retention(report["retention"][0])
         print_table([status_row(p, slos) for p in report["partitions"]])
         for plan in problems:
             print(f"  {plan.load_date} {plan.status}: {plan.reason}")

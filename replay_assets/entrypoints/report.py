@@ -14,6 +14,14 @@ def print_reading(reading: dict[str, Any]) -> None:
         print(f"the warehouse is busy: showing the {reading['source']} as of its last refresh")
 
 
+def print_retention(retention: dict[str, Any]) -> None:
+    if retention["pruned_through"]:
+        print(
+            f"retention: the newest {retention['retention_load_dates']} applied load dates keep their raw "
+            f"input; load dates up to {retention['pruned_through']} are pruned (behind the horizon)"
+        )
+
+
 def status_row(p: dict[str, object], slos: dict[str, Slo]) -> dict[str, object]:
     return {
         "asset": p["asset"],

@@ -17,6 +17,7 @@ from replay_assets.storage.evidence import attempts as service
 from replay_assets.storage.evidence.costs import run_costs as costs_of_run
 from replay_assets.storage.evidence.status import set_status
 from replay_assets.storage.publish import exports, reverify
+from replay_assets.storage.retention.prune import pruned_through
 from replay_assets.usecases.context import Pipeline
 from replay_assets.usecases.decide import Decision, decide_with
 
@@ -107,6 +108,9 @@ class Operations:
             decision = decide_with(self.pipeline, con)[0]
             report = exports.status_report(con)
             slos = self._slos(con)
+            horizon = pruned_through(con)
+        keep = self.pipeline.settings.retention_load_dates
+        report["retention"] = [{"retention_load_dates": keep, "pruned_through": horizon or None}]
         report["partitions"] = with_waiting_statuses(
             report["partitions"], decision.plans, self.pipeline.now()
         )

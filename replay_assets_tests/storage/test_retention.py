@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import json
 import shutil
 import tempfile
 from pathlib import Path
@@ -134,6 +135,8 @@ def test_pruning_behind_the_horizon_changes_no_answer_inside_it(days: list[list[
 def pruned(tmp_path: Path) -> Pipeline:
     """Four load dates, the horizon keeping two: D1 and D2 are pruned."""
     p = Pipeline(settings_for(tmp_path / "home", NOW, retention_load_dates=2))
+    p.settings.home.mkdir(parents=True)
+    (p.settings.home / "replay-assets.json").write_text('{"retention_load_dates": 2}')  # for the CLI
     deliver(p, D1, "b1", [event(1, "o1"), event(2, "o2"), event(3, "o3")])
     deliver(p, D2, "b2", [event(4, "o1", amount_minor=7), event(5, "o2", op="delete"), event(2, "o2")])
     deliver(p, D3, "b3", [event(6, "o1", amount_minor=9), event(7, "o4")])
@@ -168,6 +171,12 @@ def test_what_reaches_behind_the_horizon_is_refused_with_the_reason(
     pruned: Pipeline, capsys: pytest.CaptureFixture[str]
 ) -> None:
     home = str(pruned.settings.home)
+    main(["status", "--json", "--home", home])
+    assert json.loads(capsys.readouterr().out)["retention"] == [
+        {"retention_load_dates": 2, "pruned_through": D2}
+    ]
+    main(["status", "--home", home])
+    assert f"load dates up to {D2} are pruned" in capsys.readouterr().out
     out = str(pruned.settings.home.parent / "out.csv")
     assert main(["export", "current_orders", "--as-of", D2, "--home", home, "--output", out]) == 2
     assert "REPLAY_BEHIND_HORIZON" in capsys.readouterr().err
