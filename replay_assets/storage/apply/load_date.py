@@ -17,8 +17,9 @@ from replay_assets.core.gate import CheckOutcome, all_passed, failures, outcome_
 from replay_assets.core.plan import DatePlan
 from replay_assets.core.state import Counts
 from replay_assets.core.status import ApplyOutcome
+from replay_assets.storage.apply import state_digest
 from replay_assets.storage.apply import writes as records
-from replay_assets.storage.apply.snapshot_scan import scan_snapshot
+from replay_assets.storage.apply.snapshot_scan import Snapshot, check_written
 from replay_assets.storage.apply.stage import (
     drop_fold,
     stage_fold,
@@ -144,10 +145,28 @@ def _result(
     run_id: str | None,
     now: dt.datetime,
 ) -> ApplyResult:
-    """Gate the state as of ``day``; certify it (publication, pointer, snapshot) when all pass."""
-    snapshot = scan_snapshot(con, day)
-    digest, controls = snapshot.digest, snapshot.controls
-    checks = tuple(certify.state_checks(con, day, snapshot=snapshot, counts=counts, first=first_date))
+    """Gate the state as of ``day``; certify it (publication, pointer, snapshot) when all pass.
+    By change: the row checks cover the rows ``day`` wrote, the content hash and controls are
+    the previous date's plus what ``day`` changed (``state_digest.py``)."""
+    before = state_digest.previous_date(con, day)
+    base_sums, base_controls = state_digest.base(con, before)
+    sums = base_sums.plus(state_digest.change(con, day, first=before is None))
+    controls, recomputed = state_digest.controls_by_change(con, day, base_controls, first=before is None)
+    verdicts = check_written(con, day)
+    digest = sums.content_sha256
+    snapshot = Snapshot(
+        digest,
+        controls,
+        rows=sums.rows,
+        schema=verdicts.schema,
+        unique_keys=verdicts.unique_keys,
+        non_negative=verdicts.non_negative,
+    )
+    checks = tuple(
+        certify.state_checks(
+            con, day, snapshot=snapshot, counts=counts, first=first_date, recomputed=recomputed
+        )
+    )
     if not all_passed(checks):
         return ApplyResult(
             day,
@@ -163,6 +182,7 @@ def _result(
     if mode != ApplyOutcome.UNCHANGED:
         certify.certify_state(con, day, digest=digest, outcomes=checks, run_id=run_id, now=now)
         certify.write_snapshot(con, day, controls=controls, rows=rows, digest=digest)
+        state_digest.store(con, day, sums)
     return ApplyResult(
         day,
         mode,

@@ -199,4 +199,21 @@ _V6 = [
         history_rows BIGINT NOT NULL, pruned_at TIMESTAMPTZ NOT NULL)""",
 ]
 
-MIGRATIONS: list[tuple[int, list[str]]] = [(1, _V1), (2, _V2), (3, _V3), (4, _V4), (5, _V5), (6, _V6)]
+# Cost by change (issue 14): each certified date's content-hash sums per entity (row count and
+# the exact sums of the rows' sha256 limbs), so the next date adds what it changed.
+_V7 = [
+    """CREATE TABLE state_digests (
+        load_date VARCHAR NOT NULL, entity VARCHAR NOT NULL, rows BIGINT NOT NULL,
+        s0 HUGEINT NOT NULL, s1 HUGEINT NOT NULL, s2 HUGEINT NOT NULL, s3 HUGEINT NOT NULL,
+        PRIMARY KEY (load_date, entity))""",
+]
+
+MIGRATIONS: list[tuple[int, list[str]]] = [
+    (1, _V1),
+    (2, _V2),
+    (3, _V3),
+    (4, _V4),
+    (5, _V5),
+    (6, _V6),
+    (7, _V7),
+]

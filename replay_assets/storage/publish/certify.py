@@ -69,15 +69,21 @@ def counts_frame(counts: dict[str, Counts]) -> pl.DataFrame:
 
 
 def state_checks(
-    con: duckdb.DuckDBPyConnection, day: str, snapshot: Snapshot, counts: dict[str, Counts], first: str
+    con: duckdb.DuckDBPyConnection,
+    day: str,
+    snapshot: Snapshot,
+    counts: dict[str, Counts],
+    first: str,
+    recomputed: Controls,
 ) -> list[CheckOutcome]:
-    """The gate of a load date's state snapshot (orders and customers as of ``day``), from its
-    streamed scan plus the checks that need the warehouse."""
+    """The gate of a load date's state snapshot (orders and customers as of ``day``): its row
+    verdicts, its controls against ``recomputed`` (the same controls by another path), plus the
+    checks that need the warehouse."""
     return [
         snapshot.schema,
         snapshot.unique_keys,
         check_reconciliation(counts_frame(counts)),
-        check_totals(snapshot.controls, recomputed_controls(con, day)),
+        check_totals(snapshot.controls, recomputed),
         check_completeness(day, first, certified_load_dates(con)),
         snapshot.non_negative,
     ]

@@ -9,6 +9,7 @@ import duckdb
 import polars as pl
 
 from replay_assets.core.aggregate import aggregate_frame, content_sha256
+from replay_assets.storage.apply import state_digest
 from replay_assets.storage.apply.snapshot_scan import scan_snapshot
 from replay_assets.storage.db.warehouse import one, query_frame
 from replay_assets.storage.publish.aggregates import AGG_KEY, lines_for_dates
@@ -60,7 +61,7 @@ def reverify_state(con: duckdb.DuckDBPyConnection, newest: int = 7) -> Verdict:
     reasons = {}
     for key, digest in latest.select("partition_key", "content_sha256").iter_rows():
         day = str(key)
-        recomputed = scan_snapshot(con, day).digest
+        recomputed = _recomputed_digest(con, day)
         controls = recomputed_controls(con, day).as_tuple()
         stored = one(con, "SELECT * EXCLUDE (load_date, row_count) FROM snapshots WHERE load_date = ?", [day])
         if recomputed != digest:
@@ -70,3 +71,12 @@ def reverify_state(con: duckdb.DuckDBPyConnection, newest: int = 7) -> Verdict:
         elif tuple(stored[:-1]) != controls:
             reasons[day] = f"stored controls {tuple(stored[:-1])} differ from recomputed {controls}"
     return Verdict(latest.height, sorted(reasons), reasons)
+
+
+def _recomputed_digest(con: duckdb.DuckDBPyConnection, day: str) -> str:
+    """The whole state's content hash as of ``day``, by the definition it was certified with: the
+    multiset sums (``state_digest.py``, from v7 on; a date with stored sums) or the ordered
+    stream hash of the dates certified before."""
+    if state_digest.stored(con, day) is not None:
+        return state_digest.full(con, day).content_sha256
+    return scan_snapshot(con, day).digest

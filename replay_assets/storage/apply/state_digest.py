@@ -1,0 +1,233 @@
+"""The state's content hash and controls kept from what each load date changed (SPEC 10 "cost by
+change"), in SQL over the rows the date wrote and the rows they replaced, never all of history.
+
+**The content hash is a multiset hash.** Each state row (orders and customers, tombstones
+included, with its version) hashes to sha256 of its JSON rendering; the hash's four 64-bit limbs
+are summed over the state, exactly (HUGEINT), with the row count. The state as of D is the state
+as of the applied date before it, minus the rows D replaced, plus the rows D wrote, so its sums
+are the previous sums plus that difference: the same numbers a pass over the whole state gives
+(``full``, the audit's path, proven equal by ``test_state_digest.py``). ``content_sha256`` is
+sha256 of the canonical JSON of those sums. Finding two states with equal sums takes a chosen
+collision of 256-bit sums, not something a CDC stream produces; the audit recomputes the whole
+state anyway.
+
+**Controls** (active lines, distinct orders, units, amount, cost, gross profit) are the previous
+date's plus two differences over the orders the date touched, computed two ways the gate
+compares: line by line (the rows written minus the rows replaced; distinct orders from the
+touched orders' active lines before and after) and order by order (every line of the touched
+orders as of before and as of after, changed or not).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import duckdb
+
+from replay_assets.core.aggregate import Controls
+from replay_assets.core.events import canonical_json, sha256_text
+from replay_assets.storage.db.migrations import CUSTOMER_COLUMNS, ORDER_COLUMNS
+from replay_assets.storage.db.warehouse import one
+from replay_assets.storage.publish.certify import recomputed_controls, target_digest
+
+# entity -> (history table, hashed columns, key); constants of this module only
+ENTITIES = {
+    "orders": ("order_history", (*ORDER_COLUMNS, "version"), ("order_id", "line_no")),
+    "customers": ("customer_history", (*CUSTOMER_COLUMNS, "version"), ("customer_id",)),
+}
+LIMBS = 4
+Sums = tuple[int, ...]  # rows, then one exact sum per 64-bit limb of the rows' sha256
+
+
+def _hashes(columns: tuple[str, ...]) -> str:
+    row = ", ".join(f"'{c}': {c}" for c in columns)
+    limbs = ", ".join(f"(('0x' || substr(h, {1 + 16 * i}, 16))::UBIGINT) AS l{i}" for i in range(LIMBS))
+    return f"SELECT {limbs} FROM (SELECT sha256(to_json({{{row}}})) AS h FROM rows)"
+
+
+def _sums_sql(columns: tuple[str, ...]) -> str:
+    sums = ", ".join(f"coalesce(sum(l{i}), 0)" for i in range(LIMBS))
+    return f"SELECT count(*), {sums} FROM ({_hashes(columns)})"
+
+
+@dataclass(frozen=True)
+class StateDigest:
+    sums: dict[str, Sums]  # entity -> rows and limb sums
+
+    @property
+    def content_sha256(self) -> str:
+        return sha256_text(canonical_json({e: [str(v) for v in s] for e, s in sorted(self.sums.items())}))
+
+    @property
+    def rows(self) -> int:
+        return sum(s[0] for s in self.sums.values())
+
+    def plus(self, other: StateDigest, sign: int = 1) -> StateDigest:
+        return StateDigest(
+            {
+                e: tuple(a + sign * b for a, b in zip(self.sums[e], other.sums[e], strict=True))
+                for e in ENTITIES
+            }
+        )
+
+
+EMPTY = StateDigest({e: (0,) * (LIMBS + 1) for e in ENTITIES})
+
+
+def _as_of(table: str, key: tuple[str, ...], where: str) -> str:
+    keys = ", ".join(key)
+    return f"""SELECT * FROM {table} WHERE {where}
+        QUALIFY row_number() OVER (PARTITION BY {keys} ORDER BY load_date DESC) = 1"""
+
+
+def _written(table: str) -> str:
+    return f"SELECT * FROM {table} WHERE load_date = $day"
+
+
+def _replaced(table: str, key: tuple[str, ...]) -> str:
+    keys = ", ".join(key)
+    touched = f"{table} h SEMI JOIN (SELECT {keys} FROM {table} WHERE load_date = $day) n USING ({keys})"
+    return _as_of(touched, key, "h.load_date < $day")
+
+
+def _sums(con: duckdb.DuckDBPyConnection, rows_sql: str, columns: tuple[str, ...], day: str) -> Sums:
+    found = one(con, f"WITH rows AS ({rows_sql}) {_sums_sql(columns)}", {"day": day})
+    assert found is not None
+    return tuple(int(v) for v in found)
+
+
+def full(con: duckdb.DuckDBPyConnection, day: str) -> StateDigest:
+    """The sums over the whole state as of ``day`` (the audit, and a date certified before v7)."""
+    return StateDigest(
+        {
+            e: _sums(con, _as_of(table, key, "load_date <= $day"), columns, day)
+            for e, (table, columns, key) in ENTITIES.items()
+        }
+    )
+
+
+def change(con: duckdb.DuckDBPyConnection, day: str, first: bool = False) -> StateDigest:
+    """What ``day`` changed: the sums of the rows it wrote minus those of the rows they replaced
+    (none when ``first``: no history before it)."""
+    written = StateDigest({e: _sums(con, _written(t), c, day) for e, (t, c, _k) in ENTITIES.items()})
+    if first:
+        return written
+    replaced = StateDigest({e: _sums(con, _replaced(t, k), c, day) for e, (t, c, k) in ENTITIES.items()})
+    return written.plus(replaced, sign=-1)
+
+
+def previous_date(con: duckdb.DuckDBPyConnection, day: str) -> str | None:
+    row = one(con, "SELECT max(load_date) FROM load_dates WHERE load_date < ?", [day])
+    return str(row[0]) if row and row[0] is not None else None
+
+
+def stored(con: duckdb.DuckDBPyConnection, day: str) -> StateDigest | None:
+    found = con.execute(
+        "SELECT entity, rows, s0, s1, s2, s3 FROM state_digests WHERE load_date = ?", [day]
+    ).fetchall()
+    sums = {str(r[0]): tuple(int(v) for v in r[1:]) for r in found}
+    return StateDigest(sums) if set(sums) == set(ENTITIES) else None
+
+
+def store(con: duckdb.DuckDBPyConnection, day: str, digest: StateDigest) -> None:
+    for entity, sums in digest.sums.items():
+        con.execute(
+            "INSERT OR REPLACE INTO state_digests (load_date, entity, rows, s0, s1, s2, s3) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [day, entity, *sums],
+        )
+
+
+# ---------------------------------------------------------------- controls by change
+
+_ACTIVE = """count(*) FILTER (WHERE status = 'active'),
+    coalesce(sum(quantity) FILTER (WHERE status = 'active'), 0),
+    coalesce(sum(amount_minor) FILTER (WHERE status = 'active'), 0),
+    coalesce(sum(cost_minor) FILTER (WHERE status = 'active'), 0),
+    coalesce(sum(amount_minor - cost_minor) FILTER (WHERE status = 'active'), 0)"""
+_TOUCHED = "SELECT DISTINCT order_id FROM order_history WHERE load_date = $day"
+_LINES_OF_TOUCHED = """order_history h SEMI JOIN ({touched}) t USING (order_id)"""
+
+
+def _lines_of_touched(where: str) -> str:
+    return _as_of(_LINES_OF_TOUCHED.format(touched=_TOUCHED), ("order_id", "line_no"), where)
+
+
+def _controls_of(con: duckdb.DuckDBPyConnection, rows_sql: str, day: str) -> tuple[int, ...]:
+    """Line sums and distinct orders with an active line, of a set of order lines."""
+    found = one(
+        con,
+        f"""WITH rows AS ({rows_sql}) SELECT {_ACTIVE},
+            count(DISTINCT order_id) FILTER (WHERE status = 'active') FROM rows""",
+        {"day": day},
+    )
+    assert found is not None
+    lines, units, amount, cost, profit, orders = (int(v) for v in found)
+    return (lines, orders, units, amount, cost, profit)
+
+
+def _shifted(base: Controls, after: tuple[int, ...], before: tuple[int, ...]) -> Controls:
+    return Controls(*(b + a - c for b, a, c in zip(base.as_tuple(), after, before, strict=True)))
+
+
+def controls_by_change(
+    con: duckdb.DuckDBPyConnection, day: str, base: Controls, first: bool = False
+) -> tuple[Controls, Controls]:
+    """The controls as of ``day`` from ``base`` (the previous applied date's), two ways: line by
+    line, and order by order (see the module docstring). Equal unless the bookkeeping is wrong.
+    ``first``: no history before ``day``, so nothing was replaced and no order had lines before."""
+    nothing = (0,) * 6
+    written = _controls_of(con, _written("order_history"), day)
+    after = written if first else _controls_of(con, _lines_of_touched("h.load_date <= $day"), day)
+    before = nothing if first else _controls_of(con, _lines_of_touched("h.load_date < $day"), day)
+    by_order = _shifted(base, after, before)
+    replaced = (
+        nothing if first else _controls_of(con, _replaced("order_history", ("order_id", "line_no")), day)
+    )
+    # distinct orders is not a sum over lines: it moves by the touched orders' before and after
+    plus = (*written[:1], after[1], *written[2:])
+    minus = (*replaced[:1], before[1], *replaced[2:])
+    by_line = _shifted(base, plus, minus)
+    return by_line, by_order
+
+
+ZERO = Controls(*([0] * 6))
+# the newest completed application (or its repair) of a load date: what it left in the target
+_RECORDED_TARGET = """SELECT target_sha256 FROM operations
+    WHERE kind IN ('apply_load_date', 'repair_apply_load_date') AND partition_key = ? AND state = 'COMPLETE'
+    ORDER BY updated_at DESC LIMIT 1"""
+
+
+def base(con: duckdb.DuckDBPyConnection, before: str | None) -> tuple[StateDigest, Controls]:
+    """The sums and controls of the state as of ``before`` (the applied date before the one being
+    certified) that a date by change builds on: the stored ones while they are intact (their
+    sums hash to the snapshot's content hash, and the snapshot row and publication are what the
+    journal recorded the date's application leaving), else recomputed from the whole state, so a
+    tampered or drifted record is never carried forward (the audit flags it SUSPECT)."""
+    if before is None:
+        return EMPTY, ZERO
+    sums, controls = stored(con, before), stored_controls(con, before)
+    if sums is not None and controls is not None and intact(con, before, sums):
+        return sums, controls
+    return full(con, before), recomputed_controls(con, before)
+
+
+def intact(con: duckdb.DuckDBPyConnection, day: str, sums: StateDigest) -> bool:
+    snapshot = one(con, "SELECT content_sha256 FROM snapshots WHERE load_date = ?", [day])
+    recorded = one(con, _RECORDED_TARGET, [day])
+    return (
+        snapshot is not None
+        and snapshot[0] == sums.content_sha256
+        and recorded is not None
+        and recorded[0] == target_digest(con, day, sums.content_sha256)
+    )
+
+
+def stored_controls(con: duckdb.DuckDBPyConnection, day: str) -> Controls | None:
+    row = one(
+        con,
+        "SELECT active_lines, distinct_orders, units, amount_minor, cost_minor, gross_profit_minor "
+        "FROM snapshots WHERE load_date = ?",
+        [day],
+    )
+    return Controls(*(int(v) for v in row)) if row else None
