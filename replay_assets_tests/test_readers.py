@@ -160,3 +160,33 @@ def test_the_readers_answer_without_importing_dagster(home: Path) -> None:
     )
     assert child.returncode == 0, child.stderr[-2000:]
     assert child.stderr.strip().splitlines()[-1] == "[1, 0, 0] False"  # status: D2 is MISSING
+
+
+def test_during_the_first_load_readers_answer_with_the_empty_state_at_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before anything is certified there is no published copy to fall back to: a reader answers
+    with what consumers can see (nothing) and names the load, instead of waiting for it (the
+    10M benchmark's probes waited up to 61 s)."""
+    (tmp_path / "replay-assets.json").write_text('{"lock_timeout_seconds": 30}')
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(tmp_path), D1, NOW],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "holding\n"
+        assert not (tmp_path / "published.duckdb").exists()
+        code, out = _cli(capsys, "status", "--home", str(tmp_path), "--json")
+        document = json.loads(out)
+        assert code == 0 and document["partitions"] == []
+        assert document["source"].startswith("empty state")
+        assert document["in_progress"]["partition"] == D1
+        code, out = _cli(capsys, "status", "--home", str(tmp_path))
+        assert "nothing is published yet" in out and f"in progress: apply {D1}" in out
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.write("\n")
+        holder.stdin.close()
+        holder.wait(timeout=60)

@@ -10,7 +10,9 @@ def print_reading(reading: dict[str, Any]) -> None:
     doing = reading["in_progress"]
     if doing:
         print(f"in progress: {doing['use_case']} {doing['partition']} since {doing['since']}")
-    if reading["source"] != "warehouse":
+    if reading["source"].startswith("empty"):
+        print(f"the warehouse is busy: showing the {reading['source']}")
+    elif reading["source"] != "warehouse":
         print(f"the warehouse is busy: showing the {reading['source']} as of its last refresh")
 
 

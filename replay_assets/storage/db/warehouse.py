@@ -30,6 +30,7 @@ POLL_SECONDS = 0.05
 # sensor's or a journal step's short transaction, short enough that `status` answers within 2 s
 # on a loaded 2-core machine (about 0.4 s to start the command, the read itself)
 FALLBACK_AFTER_SECONDS = 0.3
+NOTHING_PUBLISHED = "empty state (the first load is running: nothing is published yet)"
 # DuckDB buffer memory per connection; beyond it DuckDB spills to <warehouse>.tmp/. Bounds the
 # peak RSS of a run at production volume (issue 6) with room for the Python side.
 MEMORY_LIMIT = "1GB"
@@ -96,7 +97,8 @@ class WarehouseReader:
 
     While a writer holds the file (DuckDB admits no reader then), ``fallback`` — the published
     copy, whose views mirror the evidence tables as of its last refresh — answers after
-    ``FALLBACK_AFTER_SECONDS`` instead; ``source`` says which one the last ``read`` used."""
+    ``FALLBACK_AFTER_SECONDS`` instead, or, before the first refresh wrote it, an empty state
+    (nothing is certified yet); ``source`` says which one the last ``read`` used."""
 
     def __init__(self, home: Path, busy_timeout: float = 60.0, fallback: Path | None = None) -> None:
         self.path = Path(home) / "warehouse.duckdb"
@@ -128,12 +130,17 @@ class WarehouseReader:
             migrate(con)
             return con
         copy = self.fallback if self.fallback is not None and self.fallback.exists() else None
-        first = min(wait, FALLBACK_AFTER_SECONDS) if copy is not None else wait
+        first = min(wait, FALLBACK_AFTER_SECONDS) if self.fallback is not None else wait
         try:
             return _open_retrying(self.path, time.monotonic() + first, read_only=True)
         except ReplayError as busy:
-            if copy is None or busy.code is not ErrorCode.WAREHOUSE_BUSY:
+            if self.fallback is None or busy.code is not ErrorCode.WAREHOUSE_BUSY:
                 raise
+        if copy is None:  # the first load of a home: nothing is certified, nothing published yet
+            con = duckdb.connect(":memory:")
+            migrate(con)
+            self.source = NOTHING_PUBLISHED
+            return con
         con = _open_retrying(copy, time.monotonic() + max(wait - first, POLL_SECONDS), read_only=True)
         if one(con, "SELECT 1 FROM information_schema.tables WHERE table_name = 'partition_status'") is None:
             con.close()  # a copy refreshed before it mirrored the evidence
