@@ -98,18 +98,30 @@ with in_progress.doing(home, "apply", sys.argv[2], "run-in-progress", parse_inst
 """
 
 
-def test_while_a_writer_holds_the_warehouse_readers_answer_from_the_published_copy(
-    home: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    (home / "replay-assets.json").write_text('{"lock_timeout_seconds": 5}')  # a wait would fail, not hang
+@contextmanager
+def writer_holding(home: Path, day: str) -> Iterator[None]:
+    """A child process applying ``day`` holds the warehouse file read-write until the block ends."""
     holder = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(home), D4, NOW],
+        [sys.executable, "-c", HOLDER, str(home), day, NOW],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline() == "holding\n"
+        yield
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.write("\n")
+        holder.stdin.close()
+        holder.wait(timeout=60)
+
+
+def test_while_a_writer_holds_the_warehouse_readers_answer_from_the_published_copy(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (home / "replay-assets.json").write_text('{"lock_timeout_seconds": 5}')  # a wait would fail, not hang
+    with writer_holding(home, D4):
         before = _tree(home)
         code, out = _cli(capsys, "status", "--home", str(home), "--json")
         document = json.loads(out)
@@ -133,11 +145,6 @@ def test_while_a_writer_holds_the_warehouse_readers_answer_from_the_published_co
         assert "REPLAY_WAREHOUSE_BUSY" in capsys.readouterr().err
         assert _cli(capsys, "recovery", "inspect", "--home", str(home), "--json")[0] == 0
         assert _tree(home) == before  # the readers wrote nothing
-    finally:
-        assert holder.stdin is not None
-        holder.stdin.write("\n")
-        holder.stdin.close()
-        holder.wait(timeout=60)
     assert not (home / "in_progress.json").exists()
 
 
@@ -169,14 +176,7 @@ def test_during_the_first_load_readers_answer_with_the_empty_state_at_once(
     with what consumers can see (nothing) and names the load, instead of waiting for it (the
     10M benchmark's probes waited up to 61 s)."""
     (tmp_path / "replay-assets.json").write_text('{"lock_timeout_seconds": 30}')
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(tmp_path), D1, NOW],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert holder.stdout is not None and holder.stdout.readline() == "holding\n"
+    with writer_holding(tmp_path, D1):
         assert not (tmp_path / "published.duckdb").exists()
         code, out = _cli(capsys, "status", "--home", str(tmp_path), "--json")
         document = json.loads(out)
@@ -185,8 +185,3 @@ def test_during_the_first_load_readers_answer_with_the_empty_state_at_once(
         assert document["in_progress"]["partition"] == D1
         code, out = _cli(capsys, "status", "--home", str(tmp_path))
         assert "nothing is published yet" in out and f"in progress: apply {D1}" in out
-    finally:
-        assert holder.stdin is not None
-        holder.stdin.write("\n")
-        holder.stdin.close()
-        holder.wait(timeout=60)
