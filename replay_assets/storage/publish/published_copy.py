@@ -120,7 +120,8 @@ def refresh(con: duckdb.DuckDBPyConnection, home: Path) -> list[str]:
     journal.require_no_hold(con)
     root = home / "published"
     state_path = root / "exported.json"
-    done = json.loads(state_path.read_text()) if state_path.exists() else {"current": None, "aggregates": {}}
+    recorded = state_path.read_text() if state_path.exists() else None
+    done = json.loads(recorded) if recorded else {"current": None, "aggregates": {}}
     written = []
     current = pointer(con)
     if current is not None and done["current"] != current + _snapshot(con, current):
@@ -137,11 +138,12 @@ def refresh(con: duckdb.DuckDBPyConnection, home: Path) -> list[str]:
     if written or not (root / "publications.parquet").exists():
         _export(con, root / "publications.parquet", "SELECT * FROM publications ORDER BY ALL")
         _ensure_placeholders(con, root)
-        atomic_write(state_path, json.dumps(done, sort_keys=True).encode())
     for table in EVIDENCE_TABLES:  # names from this module only
         _export(con, root / "evidence" / f"{table}.parquet", f"SELECT * FROM {table}")
     _drop_covered_history(root / "history", done)
-    atomic_write(state_path, json.dumps(done, sort_keys=True).encode())
+    record = json.dumps(done, sort_keys=True)
+    if record != recorded:  # once, after every file it names is in place
+        atomic_write(state_path, record.encode())
     _ensure_views(home, root)
     return written
 
