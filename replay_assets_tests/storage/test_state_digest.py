@@ -1,7 +1,8 @@
 """Cost by change (issue 14 item 2): the content hash and controls kept from what each load date
 changed equal the whole-state recomputation (the audit's path) as of every date, for random
-histories: keys changed, deleted and revived across dates, orders whose lines change on
-different dates, customers. Real DuckDB, in memory."""
+histories (keys changed, deleted and revived across dates, orders whose lines change on
+different dates, customers), whether they read the state before the date from history or from
+the latest tables. Real DuckDB, in memory."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from replay_assets.core.aggregate import Controls
-from replay_assets.storage.apply import state_digest
+from replay_assets.storage.apply import latest, state_digest
 from replay_assets.storage.publish.certify import recomputed_controls
 from replay_assets_tests.helpers import drive
 from replay_assets_tests.storage.test_bad_input import D1, D2, deliver, event, make_pipeline
@@ -27,9 +28,13 @@ def test_sums_and_controls_by_change_equal_the_whole_state_as_of_every_date(
     for day in DAYS:
         con.execute("INSERT INTO load_dates VALUES (?, 'identity', now(), NULL)", [day])
     base, before = Controls(0, 0, 0, 0, 0, 0), state_digest.EMPTY
-    for day in DAYS:
+    for day in DAYS:  # the latest tables hold the state before ``day`` here (advanced below)
         sums = before.plus(state_digest.change(con, day))
         assert sums == state_digest.full(con, day)
+        assert before.plus(state_digest.change(con, day, from_latest=True)) == sums
+        assert state_digest.controls_by_change(con, day, base, from_latest=True) == (
+            (recomputed_controls(con, day),) * 2
+        )
         if day == DAYS[0]:  # the first date's shortcut: no history before it
             assert state_digest.change(con, day, first=True) == sums
             assert (
@@ -43,6 +48,8 @@ def test_sums_and_controls_by_change_equal_the_whole_state_as_of_every_date(
         whole = recomputed_controls(con, day)
         assert by_line == whole and by_order == whole
         base = whole
+        latest.advance(con, day)
+    assert latest.differences(con) == 0
 
 
 def test_the_hash_covers_every_column_and_tombstones() -> None:

@@ -17,7 +17,7 @@ from replay_assets.core.gate import CheckOutcome, all_passed, failures, outcome_
 from replay_assets.core.plan import DatePlan
 from replay_assets.core.state import Counts
 from replay_assets.core.status import ApplyOutcome
-from replay_assets.storage.apply import state_digest
+from replay_assets.storage.apply import latest, state_digest
 from replay_assets.storage.apply import writes as records
 from replay_assets.storage.apply.snapshot_scan import Snapshot, check_written
 from replay_assets.storage.apply.stage import (
@@ -129,6 +129,7 @@ def _apply_folded(
     result = _result(
         con, day, mode=mode, counts=counts, dates=tuple(dates), first_date=first_date, run_id=run_id, now=now
     )
+    latest.advance(con, day)  # after the gate read the state before ``day`` from it
     written = replace(result, rows_written=history + groups + len(counts))
     if result.status is ApplyOutcome.FAILED_CANDIDATE:
         return replace(written, candidate_rows=records.candidate_rows(con, day))
@@ -150,8 +151,11 @@ def _result(
     the previous date's plus what ``day`` changed (``state_digest.py``)."""
     before = state_digest.previous_date(con, day)
     base_sums, base_controls = state_digest.base(con, before)
-    sums = base_sums.plus(state_digest.change(con, day, first=before is None))
-    controls, recomputed = state_digest.controls_by_change(con, day, base_controls, first=before is None)
+    first, from_latest = before is None, latest.holds_before(con, day)
+    sums = base_sums.plus(state_digest.change(con, day, first=first, from_latest=from_latest))
+    controls, recomputed = state_digest.controls_by_change(
+        con, day, base_controls, first=first, from_latest=from_latest
+    )
     verdicts = check_written(con, day)
     digest = sums.content_sha256
     snapshot = Snapshot(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import duckdb
 
+from replay_assets.storage.apply import latest
 from replay_assets.storage.apply.fold_sql import fold_into
 from replay_assets.storage.db.warehouse import one
 
@@ -27,21 +28,8 @@ def stage_fold(con: duckdb.DuckDBPyConnection, batches: list[str], load_date: st
         FROM staged_events s WHERE s.load_date = $day AND list_contains($batches, s.batch_id)""",
         params,
     )
-    con.execute(
-        f"""CREATE OR REPLACE TEMP TABLE _committed AS
-        SELECT 'order_line' AS entity, {ORDER_KEY_SQL} AS key, version, image_sha256, business_date, store_id
-        FROM order_history h SEMI JOIN _events k
-          ON k.entity = 'order_line' AND h.order_id = k.order_id AND h.line_no = k.line_no
-        WHERE h.load_date < $day
-        QUALIFY row_number() OVER (PARTITION BY h.order_id, h.line_no ORDER BY h.load_date DESC) = 1
-        UNION ALL
-        SELECT 'customer', {CUSTOMER_KEY_SQL}, version, image_sha256, NULL, NULL
-        FROM customer_history h SEMI JOIN _events k
-          ON k.entity = 'customer' AND h.customer_id = k.customer_id
-        WHERE h.load_date < $day
-        QUALIFY row_number() OVER (PARTITION BY h.customer_id ORDER BY h.load_date DESC) = 1""",
-        {"day": load_date},
-    )
+    from_latest = latest.holds_before(con, load_date)
+    con.execute(_committed_sql(from_latest), {} if from_latest else {"day": load_date})
     con.execute(
         """CREATE OR REPLACE TEMP TABLE _registry AS
         SELECT source, event_id, source_seq, content_sha256 FROM event_registry r
@@ -57,6 +45,31 @@ def stage_fold(con: duckdb.DuckDBPyConnection, batches: list[str], load_date: st
         """CREATE OR REPLACE TEMP TABLE _folded AS
         SELECT e.*, f.outcome, f.rule, f.winner FROM _events e JOIN _fold f USING (pos)"""
     )
+
+
+def _committed_sql(from_latest: bool) -> str:
+    """Each touched key's state before the load date: from the latest tables when they hold it
+    (a new date), else each key's newest history row before the date (a verification or a
+    date with later ones applied)."""
+    orders, customers = (
+        ("order_latest h", "customer_latest h") if from_latest else ("order_history h", "customer_history h")
+    )
+    newest = (
+        ""
+        if from_latest
+        else "WHERE h.load_date < $day QUALIFY row_number() OVER (PARTITION BY {}"
+        " ORDER BY h.load_date DESC) = 1"
+    )
+    return f"""CREATE OR REPLACE TEMP TABLE _committed AS
+        SELECT 'order_line' AS entity, {ORDER_KEY_SQL} AS key, version, image_sha256, business_date, store_id
+        FROM {orders} SEMI JOIN _events k
+          ON k.entity = 'order_line' AND h.order_id = k.order_id AND h.line_no = k.line_no
+        {newest.format("h.order_id, h.line_no")}
+        UNION ALL
+        SELECT 'customer', {CUSTOMER_KEY_SQL}, version, image_sha256, NULL, NULL
+        FROM {customers} SEMI JOIN _events k
+          ON k.entity = 'customer' AND h.customer_id = k.customer_id
+        {newest.format("h.customer_id")}"""
 
 
 def _position(con: duckdb.DuckDBPyConnection, params: dict[str, object]) -> str:

@@ -26,6 +26,7 @@ import duckdb
 
 from replay_assets.core.aggregate import Controls
 from replay_assets.core.events import canonical_json, sha256_text
+from replay_assets.storage.apply.latest import LATEST
 from replay_assets.storage.db.migrations import CUSTOMER_COLUMNS, ORDER_COLUMNS
 from replay_assets.storage.db.warehouse import one
 from replay_assets.storage.publish.certify import recomputed_controls, target_digest
@@ -84,10 +85,14 @@ def _written(table: str) -> str:
     return f"SELECT * FROM {table} WHERE load_date = $day"
 
 
-def _replaced(table: str, key: tuple[str, ...]) -> str:
+def _replaced(table: str, key: tuple[str, ...], from_latest: bool) -> str:
+    """The rows the keys ``$day`` wrote had before it: their rows in the latest tables when those
+    hold the state before ``$day`` (``latest.holds_before``), else their newest history rows."""
     keys = ", ".join(key)
-    touched = f"{table} h SEMI JOIN (SELECT {keys} FROM {table} WHERE load_date = $day) n USING ({keys})"
-    return _as_of(touched, key, "h.load_date < $day")
+    written = f"(SELECT {keys} FROM {table} WHERE load_date = $day) n USING ({keys})"
+    if from_latest:
+        return f"SELECT h.* FROM {LATEST[table][0]} h SEMI JOIN {written}"
+    return _as_of(f"{table} h SEMI JOIN {written}", key, "h.load_date < $day")
 
 
 def _sums(con: duckdb.DuckDBPyConnection, rows_sql: str, columns: tuple[str, ...], day: str) -> Sums:
@@ -106,13 +111,17 @@ def full(con: duckdb.DuckDBPyConnection, day: str) -> StateDigest:
     )
 
 
-def change(con: duckdb.DuckDBPyConnection, day: str, first: bool = False) -> StateDigest:
+def change(
+    con: duckdb.DuckDBPyConnection, day: str, first: bool = False, *, from_latest: bool = False
+) -> StateDigest:
     """What ``day`` changed: the sums of the rows it wrote minus those of the rows they replaced
     (none when ``first``: no history before it)."""
     written = StateDigest({e: _sums(con, _written(t), c, day) for e, (t, c, _k) in ENTITIES.items()})
     if first:
         return written
-    replaced = StateDigest({e: _sums(con, _replaced(t, k), c, day) for e, (t, c, k) in ENTITIES.items()})
+    replaced = StateDigest(
+        {e: _sums(con, _replaced(t, k, from_latest), c, day) for e, (t, c, k) in ENTITIES.items()}
+    )
     return written.plus(replaced, sign=-1)
 
 
@@ -149,8 +158,22 @@ _TOUCHED = "SELECT DISTINCT order_id FROM order_history WHERE load_date = $day"
 _LINES_OF_TOUCHED = """order_history h SEMI JOIN ({touched}) t USING (order_id)"""
 
 
+_WRITTEN_LINES = "SELECT order_id, line_no FROM order_history WHERE load_date = $day"
+
+
 def _lines_of_touched(where: str) -> str:
     return _as_of(_LINES_OF_TOUCHED.format(touched=_TOUCHED), ("order_id", "line_no"), where)
+
+
+def _lines_of_touched_latest(after: bool) -> str:
+    """Every line of the orders ``$day`` touched, as of before it (the latest tables, which
+    hold the state before ``$day``) or as of after it (those rows but the ones ``$day``
+    replaced, and the rows it wrote)."""
+    before = f"SELECT h.* FROM order_latest h SEMI JOIN ({_TOUCHED}) t USING (order_id)"
+    if not after:
+        return before
+    kept = f"SELECT * FROM ({before}) b ANTI JOIN ({_WRITTEN_LINES}) w USING (order_id, line_no)"
+    return f"{kept} UNION ALL {_written('order_history')}"
 
 
 def _controls_of(con: duckdb.DuckDBPyConnection, rows_sql: str, day: str) -> tuple[int, ...]:
@@ -171,18 +194,34 @@ def _shifted(base: Controls, after: tuple[int, ...], before: tuple[int, ...]) ->
 
 
 def controls_by_change(
-    con: duckdb.DuckDBPyConnection, day: str, base: Controls, first: bool = False
+    con: duckdb.DuckDBPyConnection,
+    day: str,
+    base: Controls,
+    first: bool = False,
+    *,
+    from_latest: bool = False,
 ) -> tuple[Controls, Controls]:
     """The controls as of ``day`` from ``base`` (the previous applied date's), two ways: line by
     line, and order by order (see the module docstring). Equal unless the bookkeeping is wrong.
-    ``first``: no history before ``day``, so nothing was replaced and no order had lines before."""
-    nothing = (0,) * 6
+    ``first``: no history before ``day``, so nothing was replaced and no order had lines before.
+    ``from_latest``: the latest tables hold the state before ``day`` (read there, not history)."""
+    nothing: tuple[int, ...] = (0,) * 6
     written = _controls_of(con, _written("order_history"), day)
-    after = written if first else _controls_of(con, _lines_of_touched("h.load_date <= $day"), day)
-    before = nothing if first else _controls_of(con, _lines_of_touched("h.load_date < $day"), day)
+    after: tuple[int, ...]
+    before: tuple[int, ...]
+    if first:
+        after, before = written, nothing
+    elif from_latest:
+        after = _controls_of(con, _lines_of_touched_latest(after=True), day)
+        before = _controls_of(con, _lines_of_touched_latest(after=False), day)
+    else:
+        after = _controls_of(con, _lines_of_touched("h.load_date <= $day"), day)
+        before = _controls_of(con, _lines_of_touched("h.load_date < $day"), day)
     by_order = _shifted(base, after, before)
     replaced = (
-        nothing if first else _controls_of(con, _replaced("order_history", ("order_id", "line_no")), day)
+        nothing
+        if first
+        else _controls_of(con, _replaced("order_history", ("order_id", "line_no"), from_latest), day)
     )
     # distinct orders is not a sum over lines: it moves by the touched orders' before and after
     plus = (*written[:1], after[1], *written[2:])

@@ -14,6 +14,7 @@ from replay_assets.core.fold import Outcome
 from replay_assets.core.plan import DatePlan
 from replay_assets.core.state import Counts
 from replay_assets.core.status import PartitionStatus
+from replay_assets.storage.apply import latest
 from replay_assets.storage.db.migrations import CUSTOMER_COLUMNS, ORDER_COLUMNS
 from replay_assets.storage.db.warehouse import one, query_frame
 from replay_assets.storage.evidence.status import set_status
@@ -173,6 +174,7 @@ def undo_load_date(con: duckdb.DuckDBPyConnection, day: str, now: dt.datetime) -
     )
     for table in ("order_history", "customer_history", "event_registry"):
         con.execute(f"DELETE FROM {table} WHERE load_date = ?", [day])
+    latest.retract(con, day)
 
 
 def write_history(con: duckdb.DuckDBPyConnection, day: str) -> int:

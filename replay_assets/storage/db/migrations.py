@@ -208,6 +208,17 @@ _V7 = [
         PRIMARY KEY (load_date, entity))""",
 ]
 
+# Cost by change (issue 14): each key's newest history row, kept with history in one transaction
+# (``storage/apply/latest.py``), so a date's fold, hash and controls read the state, not history.
+_V8 = [
+    f"CREATE TABLE order_latest {_UNINDEXED['order_history']}",
+    f"CREATE TABLE customer_latest {_UNINDEXED['customer_history']}",
+    """INSERT INTO order_latest SELECT * FROM order_history
+        QUALIFY row_number() OVER (PARTITION BY order_id, line_no ORDER BY load_date DESC) = 1""",
+    """INSERT INTO customer_latest SELECT * FROM customer_history
+        QUALIFY row_number() OVER (PARTITION BY customer_id ORDER BY load_date DESC) = 1""",
+]
+
 MIGRATIONS: list[tuple[int, list[str]]] = [
     (1, _V1),
     (2, _V2),
@@ -216,4 +227,5 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
     (5, _V5),
     (6, _V6),
     (7, _V7),
+    (8, _V8),
 ]

@@ -13,6 +13,7 @@ import polars as pl
 
 from replay_assets.core.aggregate import AGGREGATE_COLUMNS, aggregate_frame, content_sha256
 from replay_assets.core.gate import CheckOutcome, all_passed, outcome_from_record, outcome_record
+from replay_assets.storage.apply import latest
 from replay_assets.storage.db.migrations import ORDER_COLUMNS
 from replay_assets.storage.db.warehouse import one, query_frame
 from replay_assets.storage.landing.ingest import insert_frame
@@ -20,12 +21,14 @@ from replay_assets.storage.publish import certify
 
 AGG_KEY = ["store_id", "business_date"]
 PART_LINES = 1_000_000
+# the state as of the certified pointer: the latest tables when they hold it (no history after
+# the pointer; ``storage/apply/latest.py``), else the history macro
 SQL_AGGREGATES = """
     SELECT store_id, CAST(business_date AS VARCHAR) AS business_date,
            count(DISTINCT order_id) AS order_count, count(*) AS line_count, sum(quantity) AS units,
            sum(amount_minor) AS amount_minor, sum(cost_minor) AS cost_minor,
            sum(amount_minor) - sum(cost_minor) AS gross_profit_minor
-    FROM orders_as_of(?) WHERE status = 'active' AND list_contains(?, CAST(business_date AS VARCHAR))
+    FROM {state} WHERE status = 'active' AND list_contains($dates, CAST(business_date AS VARCHAR))
     GROUP BY ALL ORDER BY ALL"""
 
 
@@ -87,6 +90,12 @@ def lines_for_dates(con: duckdb.DuckDBPyConnection, as_of: str, dates: list[str]
     )
 
 
+def latest_lines(con: duckdb.DuckDBPyConnection, dates: list[str]) -> pl.DataFrame:
+    """Order lines on one of ``dates`` in the latest tables (the state as of the newest date)."""
+    cols = ", ".join(ORDER_COLUMNS)
+    return query_frame(con, f"SELECT {cols} FROM order_latest WHERE list_contains(?, business_date)", [dates])
+
+
 def publish_aggregates(
     con: duckdb.DuckDBPyConnection, home: Path, dates: list[str], run_id: str | None, now: dt.datetime
 ) -> list[Published]:
@@ -95,13 +104,16 @@ def publish_aggregates(
     as_of = certify.pointer(con)
     if as_of is None:
         return []
-    recomputed = query_frame(con, SQL_AGGREGATES, [as_of, dates])
+    from_latest = latest.holds_as_of(con, as_of)
+    state, params = ("order_latest", {}) if from_latest else ("orders_as_of($as_of)", {"as_of": as_of})
+    recomputed = query_frame(con, SQL_AGGREGATES.format(state=state), {**params, "dates": dates})
     reconciliation = certify.applied_reconciliation(con, as_of)
     first = one(con, "SELECT min(load_date) FROM load_dates")
     certified = certify.certified_load_dates(con)
     out = []
     for part in _parts(sorted(dates), recomputed):
-        candidates = aggregate_frame(lines_for_dates(con, as_of, part))
+        lines = latest_lines(con, part) if from_latest else lines_for_dates(con, as_of, part)
+        candidates = aggregate_frame(lines)
         for day in part:
             rows = candidates.filter(pl.col("business_date") == day)
             checks = tuple(

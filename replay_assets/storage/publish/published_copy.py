@@ -16,6 +16,7 @@ from typing import Any
 
 import duckdb
 
+from replay_assets.storage.apply import latest
 from replay_assets.storage.journal import executor as journal
 from replay_assets.storage.landing.deliveries import atomic_replace, atomic_write, temp_path
 from replay_assets.storage.publish.certify import pointer
@@ -125,9 +126,9 @@ def refresh(con: duckdb.DuckDBPyConnection, home: Path) -> list[str]:
     written = []
     current = pointer(con)
     if current is not None and done["current"] != current + _snapshot(con, current):
-        for table, macro in (("current_orders", "orders_as_of"), ("current_customers", "customers_as_of")):
-            _export(con, root / f"{table}.parquet", f"SELECT * FROM {macro}(?)", [current])
-            written.append(f"{table}.parquet")
+        for entity, sql, params in _current_state(con, current):
+            _export(con, root / f"current_{entity}.parquet", sql, params)
+            written.append(f"current_{entity}.parquet")
         done["current"] = current + _snapshot(con, current)
     for key, version in con.execute(LATEST_AGGREGATE_VERSIONS).fetchall():
         if done["aggregates"].get(key) != version:
@@ -146,6 +147,19 @@ def refresh(con: duckdb.DuckDBPyConnection, home: Path) -> list[str]:
         atomic_write(state_path, record.encode())
     _ensure_views(home, root)
     return written
+
+
+def _current_state(con: duckdb.DuckDBPyConnection, current: str) -> list[tuple[str, str, list[object]]]:
+    """Per entity, the query of the certified state: the latest tables when they hold it (no
+    history after the pointer), else the as-of macro; the same columns either way."""
+    from_latest = latest.holds_as_of(con, current)
+    out: list[tuple[str, str, list[object]]] = []
+    for entity, (table, macro, columns, _key) in AS_OF_HISTORY.items():
+        if from_latest:
+            out.append((entity, f"SELECT {columns} FROM {latest.LATEST[table][0]}", []))
+        else:
+            out.append((entity, f"SELECT * FROM {macro}(?)", [current]))
+    return out
 
 
 def _refresh_history(con: duckdb.DuckDBPyConnection, root: Path, done: dict[str, Any]) -> list[str]:

@@ -9,6 +9,7 @@ import duckdb
 import polars as pl
 
 from replay_assets.core.aggregate import aggregate_frame, content_sha256
+from replay_assets.storage.apply import latest as newest_rows
 from replay_assets.storage.apply import state_digest
 from replay_assets.storage.apply.snapshot_scan import scan_snapshot
 from replay_assets.storage.db.warehouse import one, query_frame
@@ -55,7 +56,8 @@ def reverify_aggregates(con: duckdb.DuckDBPyConnection) -> Verdict:
 def reverify_state(con: duckdb.DuckDBPyConnection, newest: int = 7) -> Verdict:
     """The newest ``newest`` certified load-date snapshots (each a full-state recomputation):
     the published content hash and the stored snapshot record (controls, hash) must both equal
-    what history recomputed as of that load date gives."""
+    what history recomputed as of that load date gives; and the latest tables each date builds
+    on must equal each key's newest history row."""
     latest = query_frame(con, LATEST, ["current_orders"])
     latest = latest.filter(pl.col("partition_key") > pruned_through(con)).tail(newest)
     reasons = {}
@@ -70,6 +72,12 @@ def reverify_state(con: duckdb.DuckDBPyConnection, newest: int = 7) -> Verdict:
             reasons[day] = "the snapshot record's hash differs from its publication"
         elif tuple(stored[:-1]) != controls:
             reasons[day] = f"stored controls {tuple(stored[:-1])} differ from recomputed {controls}"
+    differing = newest_rows.differences(con)
+    if differing:  # what the next date builds on (``storage/apply/latest.py``): flagged on the
+        # pointer's date, whose state they should be
+        day = pointer(con) or ""
+        found = f"the latest tables differ from history's newest rows by {differing} rows"
+        reasons[day] = f"{reasons[day]}; {found}" if day in reasons else found
     return Verdict(latest.height, sorted(reasons), reasons)
 
 

@@ -1,0 +1,60 @@
+"""The latest tables (each key's newest history row, ``storage/apply/latest.py``): kept by the
+application, the restatement chain and pruning (the late-delivery, retention and differential
+property tests check them against history), built by the migration for a home that predates
+them, and audited by ``reconcile``, which flags a drifted table on the pointer's date."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from replay_assets.entrypoints.cli import main
+from replay_assets.storage.apply import latest
+from replay_assets.storage.db.warehouse import migrate
+from replay_assets.usecases.context import Pipeline
+from replay_assets.usecases.operations import Operations
+from replay_assets_tests.helpers import drive
+from replay_assets_tests.storage.test_bad_input import D1, D2, deliver, event, make_pipeline
+
+
+@pytest.fixture
+def applied(tmp_path: Path) -> Pipeline:
+    p = make_pipeline(tmp_path)
+    deliver(p, D1, "b1", [event(1, "o1", amount_minor=100), event(2, "o2", amount_minor=50)])
+    deliver(p, D2, "b2", [event(3, "o1", amount_minor=70), event(4, "o2", op="delete")])
+    drive(p)
+    return p
+
+
+def test_they_hold_each_keys_newest_row_tombstones_included(applied: Pipeline) -> None:
+    with applied.warehouse.connect() as con:
+        rows = con.execute(
+            "SELECT order_id, status, amount_minor, load_date FROM order_latest ORDER BY 1"
+        ).fetchall()
+        assert rows == [("o1", "active", 70, D2), ("o2", "deleted", None, D2)]
+        assert latest.differences(con) == 0
+
+
+def test_a_home_that_predates_them_gets_them_built_from_history(applied: Pipeline) -> None:
+    with applied.warehouse.connect() as con:
+        expected = con.execute("SELECT * FROM order_latest ORDER BY ALL").fetchall()
+        con.execute("DROP TABLE order_latest")
+        con.execute("DROP TABLE customer_latest")
+        con.execute("DELETE FROM schema_migrations WHERE version = 8")
+        migrate(con)
+        assert con.execute("SELECT * FROM order_latest ORDER BY ALL").fetchall() == expected
+        assert latest.differences(con) == 0
+
+
+def test_reconcile_flags_latest_tables_that_drifted_from_history(
+    applied: Pipeline, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert Operations(applied).reverify("current_orders").mismatched == []
+    with applied.warehouse.connect() as con:
+        con.execute("UPDATE order_latest SET amount_minor = 71 WHERE order_id = 'o1'")
+    verdict = Operations(applied).reverify("current_orders")
+    assert verdict.mismatched == [D2]
+    assert "latest tables differ from history's newest rows by 2 rows" in verdict.reasons[D2]
+    assert main(["reconcile", "--home", str(applied.settings.home)]) == 1
+    assert "latest tables differ" in capsys.readouterr().out
