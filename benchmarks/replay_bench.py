@@ -175,12 +175,11 @@ def run_pipeline(
 def verify(home: Path, con: duckdb.DuckDBPyConnection) -> list[str]:
     """Differences between the published copy and the reference (empty: equal)."""
     pub = home / "published"
+    con.execute("SET VARIABLE replay_assets_home = ?", [str(home.resolve())])
+    con.execute("ATTACH ? AS pub (READ_ONLY)", [str(home / "published.duckdb")])
     pairs = {
-        "current_orders": (f"SELECT * FROM read_parquet('{pub / 'current_orders.parquet'}')", "ref_orders"),
-        "current_customers": (
-            f"SELECT * FROM read_parquet('{pub / 'current_customers.parquet'}')",
-            "ref_customers",
-        ),
+        "current_orders": ("SELECT * FROM pub.current_orders", "ref_orders"),
+        "current_customers": ("SELECT * FROM pub.current_customers", "ref_customers"),
         "daily_aggregates": (
             f"""SELECT store_id, business_date, order_count, line_count, units, amount_minor,
                        cost_minor, gross_profit_minor
@@ -194,6 +193,7 @@ def verify(home: Path, con: duckdb.DuckDBPyConnection) -> list[str]:
             missing = con.execute(f"SELECT count(*) FROM ({left} EXCEPT ALL {right})").fetchall()[0][0]
             if missing:
                 problems.append(f"{name}: {missing} rows of one side missing from the other")
+    con.execute("DETACH pub")  # the next refresh replaces published.duckdb
     return problems
 
 

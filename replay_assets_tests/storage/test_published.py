@@ -1,5 +1,6 @@
 """The published copy: certified tables as Parquet with views, readable while the pipeline runs."""
 
+import json
 import shutil
 import subprocess
 import sys
@@ -118,10 +119,14 @@ def test_new_views_replace_published_duckdb_while_a_reader_holds_it(tmp_path: Pa
     seed001.deliver_baseline(pipeline.settings.landing)
     drive(pipeline)
     reader = duckdb.connect(str(tmp_path / "published.duckdb"), read_only=True)
-    for marker in (tmp_path / "published").glob(".views-v*"):
-        marker.unlink()  # as in a home whose views are of an older version
+    before = (tmp_path / "published.duckdb").stat().st_ino
+    record = tmp_path / "published" / "exported.json"
+    exported = json.loads(record.read_text())
+    exported["views"] = "of an older version"
+    record.write_text(json.dumps(exported))
     refresh_published(pipeline)
-    assert list((tmp_path / "published").glob(".views-v*"))
+    assert (tmp_path / "published.duckdb").stat().st_ino != before  # a new file, renamed over it
+    assert json.loads(record.read_text())["views"] != "of an older version"
     assert reader.execute("SELECT count(*) FROM current_orders WHERE status = 'active'").fetchall() == [(8,)]
     reader.close()
     assert _active_lines(tmp_path / "published.duckdb") == 8

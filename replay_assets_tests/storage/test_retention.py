@@ -39,6 +39,7 @@ from replay_assets.usecases.operations import Operations
 from replay_assets_tests.core.strategies import histories
 from replay_assets_tests.helpers import drive, settings_for
 from replay_assets_tests.storage.test_bad_input import D1, D2, D3, NOW, deliver, event, rows, statuses
+from replay_assets_tests.storage.test_published_state import published
 from replay_assets_tests.storage.test_storage_equals_reference import NOW as STREAM_NOW
 from replay_assets_tests.storage.test_storage_equals_reference import SOURCE, load_dates, ready_at
 
@@ -88,6 +89,7 @@ def _answers(p: Pipeline, inside: list[str]) -> dict[str, Any]:
             "pointer": "SELECT value FROM pointers WHERE name = 'published_load_date'",
         }
         found |= {name: con.execute(sql).fetchall() for name, sql in queries.items()}
+    found |= {f"published {view}": rows for view, rows in published(p.settings.home).items()}
     return found
 
 
@@ -104,7 +106,9 @@ def test_pruning_behind_the_horizon_changes_no_answer_inside_it(days: list[list[
         pruned = _home(root / "pruned", days, keep)
         dates = load_dates(len(days))
         inside = dates[-keep:]
-        assert _answers(pruned, inside) == _answers(full, inside)
+        answers = _answers(pruned, inside)
+        assert answers == _answers(full, inside)
+        assert answers["published current_orders"] == answers["current_orders"]
 
         behind = dates[:-keep]
         with pruned.warehouse.connect() as con:

@@ -18,11 +18,19 @@ import duckdb
 
 from replay_assets.storage.db.warehouse import one
 
-# history table -> (latest table, key); constants of this module only
+# history table -> (latest table, key, entity, the partition of the published current state a row
+# sits in: orders by business date, ``none`` for tombstones; customers in one); constants only
 LATEST = {
-    "order_history": ("order_latest", ("order_id", "line_no")),
-    "customer_history": ("customer_latest", ("customer_id",)),
+    "order_history": (
+        "order_latest",
+        ("order_id", "line_no"),
+        "orders",
+        "coalesce(CAST(business_date AS VARCHAR), 'none')",
+    ),
+    "customer_history": ("customer_latest", ("customer_id",), "customers", "'all'"),
 }
+GENERATION = "latest_generation"  # pointer: the newest change recorded in ``latest_changes``
+DROPPED = "latest_changes_dropped"  # pointer: the newest change pruning removed from the log
 
 
 def _newest(con: duckdb.DuckDBPyConnection, tables: tuple[str, ...]) -> str:
@@ -34,7 +42,7 @@ def _newest(con: duckdb.DuckDBPyConnection, tables: tuple[str, ...]) -> str:
 def holds_before(con: duckdb.DuckDBPyConnection, day: str) -> bool:
     """Whether the latest tables are the state just before ``day``: history holds nothing after
     ``day`` and the latest tables nothing from ``day`` on (its rows, if written, not folded in)."""
-    return _newest(con, tuple(LATEST)) <= day and _newest(con, tuple(t for t, _ in LATEST.values())) < day
+    return _newest(con, tuple(LATEST)) <= day and _newest(con, tuple(v[0] for v in LATEST.values())) < day
 
 
 def holds_as_of(con: duckdb.DuckDBPyConnection, day: str) -> bool:
@@ -42,9 +50,36 @@ def holds_as_of(con: duckdb.DuckDBPyConnection, day: str) -> bool:
     return _newest(con, tuple(LATEST)) <= day
 
 
+def _pointer(con: duckdb.DuckDBPyConnection, name: str) -> int:
+    row = one(con, "SELECT value FROM pointers WHERE name = ?", [name])
+    return int(row[0]) if row else 0
+
+
+def _log(con: duckdb.DuckDBPyConnection, day: str, parts: dict[str, str]) -> None:
+    """Record, as one new change generation, the published partitions the rows selected by
+    ``parts`` (entity -> SQL of their partition values) sit in."""
+    generation = _pointer(con, GENERATION) + 1
+    for entity, sql in parts.items():
+        con.execute(
+            f"""INSERT INTO latest_changes (generation, load_date, entity, part)
+            SELECT DISTINCT $generation, $day, $entity, part FROM ({sql})""",
+            {"generation": generation, "day": day, "entity": entity},
+        )
+    con.execute("INSERT OR REPLACE INTO pointers (name, value) VALUES (?, ?)", [GENERATION, str(generation)])
+
+
 def advance(con: duckdb.DuckDBPyConnection, day: str) -> None:
-    """Fold the history rows ``day`` wrote into the latest tables (``day`` is the newest date)."""
-    for history, (latest, key) in LATEST.items():
+    """Fold the history rows ``day`` wrote into the latest tables (``day`` is the newest date),
+    logging the partitions the replaced rows leave and the new rows join."""
+    parts = {}
+    for history, (latest, key, entity, part) in LATEST.items():
+        written = (
+            f"(SELECT {', '.join(key)} FROM {history} WHERE load_date = $day) n USING ({', '.join(key)})"
+        )
+        parts[entity] = f"""SELECT {part} AS part FROM {latest} SEMI JOIN {written}
+            UNION ALL SELECT {part} FROM {history} WHERE load_date = $day"""
+    _log(con, day, parts)
+    for history, (latest, key, _entity, _part) in LATEST.items():
         same = " AND ".join(f"l.{c} = n.{c}" for c in key)
         con.execute(
             f"""DELETE FROM {latest} l USING (SELECT {", ".join(key)} FROM {history} WHERE load_date = $day) n
@@ -56,27 +91,64 @@ def advance(con: duckdb.DuckDBPyConnection, day: str) -> None:
 
 def retract(con: duckdb.DuckDBPyConnection, day: str) -> None:
     """After ``day``'s history rows were removed: each key whose newest row was ``day``'s takes
-    its newest remaining row (none: the key did not exist before)."""
-    for history, (latest, key) in LATEST.items():
+    its newest remaining row (none: the key did not exist before); the partitions the removed
+    rows leave and the restored rows join are logged."""
+    parts = {}
+    for history, (latest, key, entity, part) in LATEST.items():
         keys = ", ".join(key)
         con.execute(
-            f"CREATE OR REPLACE TEMP TABLE _retracted AS SELECT {keys} FROM {latest} WHERE load_date = $day",
+            f"CREATE OR REPLACE TEMP TABLE _retracted_{entity} AS "
+            f"SELECT * FROM {latest} WHERE load_date = $day",
             {"day": day},
         )
         con.execute(f"DELETE FROM {latest} WHERE load_date = $day", {"day": day})
         con.execute(
-            f"""INSERT INTO {latest} SELECT h.* FROM {history} h SEMI JOIN _retracted USING ({keys})
+            f"""INSERT INTO {latest} SELECT h.* FROM {history} h SEMI JOIN _retracted_{entity} USING ({keys})
             QUALIFY row_number() OVER (PARTITION BY {", ".join(f"h.{c}" for c in key)}
                                        ORDER BY h.load_date DESC) = 1"""
         )
-    con.execute("DROP TABLE IF EXISTS _retracted")
+        parts[entity] = f"""SELECT {part} AS part FROM _retracted_{entity}
+            UNION ALL SELECT {part} FROM {latest} SEMI JOIN _retracted_{entity} USING ({keys})"""
+    _log(con, day, parts)
+    for entity in parts:
+        con.execute(f"DROP TABLE IF EXISTS _retracted_{entity}")
+
+
+def changed_parts(con: duckdb.DuckDBPyConnection, since: int) -> dict[str, set[str]] | None:
+    """Per entity, the published partitions changed after generation ``since``; None when the
+    log no longer holds every change after it (pruning dropped some): all may have changed."""
+    if since < _pointer(con, DROPPED):
+        return None
+    found = con.execute(
+        "SELECT DISTINCT entity, part FROM latest_changes WHERE generation > ?", [since]
+    ).fetchall()
+    out: dict[str, set[str]] = {entity: set() for _t, _k, entity, _p in LATEST.values()}
+    for entity, part in found:
+        out[str(entity)].add(str(part))
+    return out
+
+
+def generation(con: duckdb.DuckDBPyConnection) -> int:
+    """The newest change generation logged."""
+    return _pointer(con, GENERATION)
+
+
+def drop_changes(con: duckdb.DuckDBPyConnection, day: str) -> None:
+    """Pruning ``day``: its change-log rows go; a copy exported before the newest of them
+    rewrites every partition (``changed_parts`` returns None)."""
+    found = one(con, "SELECT max(generation) FROM latest_changes WHERE load_date <= ?", [day])
+    if found is None or found[0] is None:
+        return
+    con.execute("DELETE FROM latest_changes WHERE load_date <= ?", [day])
+    dropped = max(_pointer(con, DROPPED), int(found[0]))
+    con.execute("INSERT OR REPLACE INTO pointers (name, value) VALUES (?, ?)", [DROPPED, str(dropped)])
 
 
 def differences(con: duckdb.DuckDBPyConnection) -> int:
     """Rows by which the latest tables differ from each key's newest history row (the audit:
     0 while the invariant holds)."""
     total = 0
-    for history, (latest, key) in LATEST.items():
+    for history, (latest, key, _entity, _part) in LATEST.items():
         newest = f"""SELECT * FROM {history}
             QUALIFY row_number() OVER (PARTITION BY {", ".join(key)} ORDER BY load_date DESC) = 1"""
         found = one(

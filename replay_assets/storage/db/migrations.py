@@ -217,6 +217,10 @@ _V8 = [
         QUALIFY row_number() OVER (PARTITION BY order_id, line_no ORDER BY load_date DESC) = 1""",
     """INSERT INTO customer_latest SELECT * FROM customer_history
         QUALIFY row_number() OVER (PARTITION BY customer_id ORDER BY load_date DESC) = 1""",
+    # which partitions of the published current state each change of the latest tables touched
+    """CREATE TABLE latest_changes (
+        generation BIGINT NOT NULL, load_date VARCHAR NOT NULL, entity VARCHAR NOT NULL,
+        part VARCHAR NOT NULL)""",
 ]
 
 MIGRATIONS: list[tuple[int, list[str]]] = [

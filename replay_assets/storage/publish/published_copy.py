@@ -16,14 +16,16 @@ from typing import Any
 
 import duckdb
 
-from replay_assets.storage.apply import latest
+from replay_assets.core.events import canonical_json, sha256_text
 from replay_assets.storage.journal import executor as journal
 from replay_assets.storage.landing.deliveries import atomic_replace, atomic_write, temp_path
+from replay_assets.storage.publish import published_state
 from replay_assets.storage.publish.certify import pointer
 from replay_assets.storage.retention.prune import pruned_through
 
-VIEWS_VERSION = 5  # 1 held absolute paths: a copied home served the original's files; 2 had no
-# evidence; 3 had no record of pruned load dates; 4 had no as-of access
+VIEWS_VERSION = 6  # 1 held absolute paths: a copied home served the original's files; 2 had no
+# evidence; 3 had no record of pruned load dates; 4 had no as-of access; 5 read the current state
+# from one file rewritten whole
 HOME_VARIABLE = "replay_assets_home"
 # The folder of the database a view is read from, computed when a query binds the view. A table
 # function takes constant arguments only (no subquery, no lateral column), and the one constant
@@ -72,9 +74,7 @@ EVIDENCE_TABLES = (
     "step_attempts",
     "pruned_load_dates",
 )
-VIEW_FILES = {
-    "current_orders": "published/current_orders.parquet",
-    "current_customers": "published/current_customers.parquet",
+VIEW_FILES = {  # the current state's views list their files (``published_state.py``)
     "daily_aggregates": "published/daily_aggregates/*.parquet",
     "publications": "published/publications.parquet",
     **{table: f"published/evidence/{table}.parquet" for table in EVIDENCE_TABLES},
@@ -99,6 +99,7 @@ AS_OF_HISTORY = {
         "customer_id",
     ),
 }
+CONSUMER_COLUMNS = {entity: columns for entity, (_, _, columns, _) in AS_OF_HISTORY.items()}
 AGGREGATES_SQL = """SELECT * FROM daily_aggregates WHERE CAST(business_date AS VARCHAR) = ?"""
 LATEST_AGGREGATE_VERSIONS = """
     SELECT partition_key, max(version) AS version FROM publications
@@ -123,13 +124,9 @@ def refresh(con: duckdb.DuckDBPyConnection, home: Path) -> list[str]:
     state_path = root / "exported.json"
     recorded = state_path.read_text() if state_path.exists() else None
     done = json.loads(recorded) if recorded else {"current": None, "aggregates": {}}
-    written = []
-    current = pointer(con)
-    if current is not None and done["current"] != current + _snapshot(con, current):
-        for entity, sql, params in _current_state(con, current):
-            _export(con, root / f"current_{entity}.parquet", sql, params)
-            written.append(f"current_{entity}.parquet")
-        done["current"] = current + _snapshot(con, current)
+    written = published_state.refresh_current(con, root, done, CONSUMER_COLUMNS)
+    if written or not (root / published_state.CURRENT / published_state.MANIFEST).exists():
+        published_state.write_manifest(con, root, done)  # after the files it lists
     for key, version in con.execute(LATEST_AGGREGATE_VERSIONS).fetchall():
         if done["aggregates"].get(key) != version:
             _export(con, root / "daily_aggregates" / f"business_date={key}.parquet", AGGREGATES_SQL, [key])
@@ -142,24 +139,12 @@ def refresh(con: duckdb.DuckDBPyConnection, home: Path) -> list[str]:
     for table in EVIDENCE_TABLES:  # names from this module only
         _export(con, root / "evidence" / f"{table}.parquet", f"SELECT * FROM {table}")
     _drop_covered_history(root / "history", done)
+    _ensure_views(home, root, done)
     record = json.dumps(done, sort_keys=True)
     if record != recorded:  # once, after every file it names is in place
         atomic_write(state_path, record.encode())
-    _ensure_views(home, root)
+    published_state.drop_unlisted(root, done)
     return written
-
-
-def _current_state(con: duckdb.DuckDBPyConnection, current: str) -> list[tuple[str, str, list[object]]]:
-    """Per entity, the query of the certified state: the latest tables when they hold it (no
-    history after the pointer), else the as-of macro; the same columns either way."""
-    from_latest = latest.holds_as_of(con, current)
-    out: list[tuple[str, str, list[object]]] = []
-    for entity, (table, macro, columns, _key) in AS_OF_HISTORY.items():
-        if from_latest:
-            out.append((entity, f"SELECT {columns} FROM {latest.LATEST[table][0]}", []))
-        else:
-            out.append((entity, f"SELECT * FROM {macro}(?)", [current]))
-    return out
 
 
 def _refresh_history(con: duckdb.DuckDBPyConnection, root: Path, done: dict[str, Any]) -> list[str]:
@@ -175,8 +160,14 @@ def _refresh_history(con: duckdb.DuckDBPyConnection, root: Path, done: dict[str,
             _export(con, root / entity / f"base-{horizon}.parquet", base, [horizon])
         done["history_base"] = horizon
         written.append("history base")
+    # a date's rows change with its snapshot, or without (a restatement that moves a row to
+    # another load date changes no content hash): the newest change logged for it says so
     certified = con.execute(
-        "SELECT load_date, content_sha256 FROM snapshots WHERE load_date > ? AND load_date <= ? ORDER BY 1",
+        """SELECT s.load_date, s.content_sha256 || ':' || coalesce(CAST(c.generation AS VARCHAR), '')
+        FROM snapshots s LEFT JOIN (
+            SELECT load_date, max(generation) AS generation FROM latest_changes GROUP BY 1
+        ) c USING (load_date)
+        WHERE s.load_date > ? AND s.load_date <= ? ORDER BY 1""",
         [horizon, current],
     ).fetchall()
     for day, digest in certified:
@@ -206,16 +197,10 @@ def _drop_covered_history(root: Path, done: dict[str, Any]) -> None:
         del done["history"][day]
 
 
-def _snapshot(con: duckdb.DuckDBPyConnection, day: str) -> str:
-    row = con.execute("SELECT content_sha256 FROM snapshots WHERE load_date = ?", [day]).fetchall()
-    return str(row[0][0]) if row else ""
-
-
 def _ensure_placeholders(con: duckdb.DuckDBPyConnection, root: Path) -> None:
     """Empty files with the right columns, so every view is valid before the first publication."""
+    published_state.ensure_schema_files(con, root, CONSUMER_COLUMNS)
     empty = {
-        "current_orders.parquet": "SELECT * FROM current_orders LIMIT 0",
-        "current_customers.parquet": "SELECT * FROM current_customers LIMIT 0",
         "daily_aggregates/_schema.parquet": "SELECT * FROM daily_aggregates LIMIT 0",
         "history/orders/_schema.parquet": "SELECT * FROM orders_as_of('') LIMIT 0",
         "history/customers/_schema.parquet": "SELECT * FROM customers_as_of('') LIMIT 0",
@@ -225,13 +210,34 @@ def _ensure_placeholders(con: duckdb.DuckDBPyConnection, root: Path) -> None:
             _export(con, root / name, sql)
 
 
-def _ensure_views(home: Path, root: Path) -> None:
-    """Write the views into a new file and rename it over published.duckdb: a reader holding the
-    old file keeps it, and the pipeline never opens a file a reader holds."""
-    marker = root / f".views-v{VIEWS_VERSION}"
-    if marker.exists() or not (root / "publications.parquet").exists():
+def _view_statements() -> list[str]:
+    """The DDL of published.duckdb: constants of this module only (DDL takes no bound
+    parameters)."""
+    statements = [
+        f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM read_parquet({VIEW_HOME} || '/{relative}')"
+        for name, relative in VIEW_FILES.items()
+    ]
+    for entity, (view, _table, _macro) in published_state.ENTITIES.items():
+        statements.append(f"CREATE OR REPLACE VIEW {view} AS {published_state.view_sql(entity, VIEW_HOME)}")
+    for entity, (_, macro, _, key) in AS_OF_HISTORY.items():
+        statements.append(f"""CREATE OR REPLACE MACRO {macro}(d) AS TABLE
+            SELECT * FROM read_parquet({VIEW_HOME} || '/published/history/{entity}/*.parquet')
+            WHERE load_date <= CAST(d AS DATE) AND {BEHIND_HORIZON_GUARD}
+            QUALIFY row_number() OVER (PARTITION BY {key} ORDER BY load_date DESC) = 1""")
+    return statements
+
+
+def _ensure_views(home: Path, root: Path, done: dict[str, Any]) -> None:
+    """When the views changed (a new views version, or none yet): write them into a new file and
+    rename it over published.duckdb. A reader holding the old file keeps it; the pipeline never
+    opens a file a reader holds."""
+    if not (root / "publications.parquet").exists():
         return
+    statements = _view_statements()
+    text = sha256_text(canonical_json([VIEWS_VERSION, statements]))
     target = home / "published.duckdb"
+    if done.get("views") == text and target.exists():
+        return
     tmp = temp_path(target)
     for leftover in (tmp, tmp.with_name(f"{tmp.name}.wal")):  # of an attempt a crash cut short
         leftover.unlink(missing_ok=True)
@@ -239,17 +245,11 @@ def _ensure_views(home: Path, root: Path) -> None:
     try:
         # the views are bound when created; the temp file's own name is not published.duckdb
         con.execute(f"SET VARIABLE {HOME_VARIABLE} = ?", [str(home.resolve())])
-        for name, relative in VIEW_FILES.items():
-            # constants of this module only: DDL takes no bound parameters
-            con.execute(
-                f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM read_parquet({VIEW_HOME} || '/{relative}')"
-            )
-        for entity, (_, macro, _, key) in AS_OF_HISTORY.items():
-            con.execute(f"""CREATE OR REPLACE MACRO {macro}(d) AS TABLE
-                SELECT * FROM read_parquet({VIEW_HOME} || '/published/history/{entity}/*.parquet')
-                WHERE load_date <= CAST(d AS DATE) AND {BEHIND_HORIZON_GUARD}
-                QUALIFY row_number() OVER (PARTITION BY {key} ORDER BY load_date DESC) = 1""")
+        for statement in statements:
+            con.execute(statement)
     finally:
         con.close()
     atomic_replace(tmp, target)
-    atomic_write(marker, b"")
+    done["views"] = text
+    for marker in root.glob(".views-v*"):  # how versions 1 to 5 recorded theirs
+        marker.unlink(missing_ok=True)

@@ -15,6 +15,7 @@ import datetime as dt
 import duckdb
 
 from replay_assets.core.events import canonical_json, sha256_text
+from replay_assets.storage.apply import latest
 from replay_assets.storage.db.warehouse import one
 
 PRUNED_THROUGH = "pruned_through"
@@ -62,6 +63,7 @@ def prune_load_date(
             params,
         )
     removed["history_rows"] = history
+    latest.drop_changes(con, day)
     con.execute(
         "INSERT INTO pruned_load_dates (load_date, operation_id, retention_load_dates, raw_receipts, "
         "staged_events, registry_rows, history_rows, pruned_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
