@@ -29,7 +29,6 @@ LATEST = {
     ),
     "customer_history": ("customer_latest", ("customer_id",), "customers", "'all'"),
 }
-GENERATION = "latest_generation"  # pointer: the newest change recorded in ``latest_changes``
 DROPPED = "latest_changes_dropped"  # pointer: the newest change pruning removed from the log
 
 
@@ -58,14 +57,13 @@ def _pointer(con: duckdb.DuckDBPyConnection, name: str) -> int:
 def _log(con: duckdb.DuckDBPyConnection, day: str, parts: dict[str, str]) -> None:
     """Record, as one new change generation, the published partitions the rows selected by
     ``parts`` (entity -> SQL of their partition values) sit in."""
-    generation = _pointer(con, GENERATION) + 1
+    new = generation(con) + 1
     for entity, sql in parts.items():
         con.execute(
             f"""INSERT INTO latest_changes (generation, load_date, entity, part)
             SELECT DISTINCT $generation, $day, $entity, part FROM ({sql})""",
-            {"generation": generation, "day": day, "entity": entity},
+            {"generation": new, "day": day, "entity": entity},
         )
-    con.execute("INSERT OR REPLACE INTO pointers (name, value) VALUES (?, ?)", [GENERATION, str(generation)])
 
 
 def advance(con: duckdb.DuckDBPyConnection, day: str) -> None:
@@ -129,8 +127,10 @@ def changed_parts(con: duckdb.DuckDBPyConnection, since: int) -> dict[str, set[s
 
 
 def generation(con: duckdb.DuckDBPyConnection) -> int:
-    """The newest change generation logged."""
-    return _pointer(con, GENERATION)
+    """The newest change generation logged (pruning deletes only generations up to ``DROPPED``,
+    so this never goes back)."""
+    row = one(con, "SELECT coalesce(max(generation), 0) FROM latest_changes")
+    return max(int(row[0]) if row else 0, _pointer(con, DROPPED))
 
 
 def drop_changes(con: duckdb.DuckDBPyConnection, day: str) -> None:

@@ -13,12 +13,12 @@ refreshes. The files of the refresh before stay for readers still holding the pr
 from __future__ import annotations
 
 import shutil
-import uuid
 from pathlib import Path
 from typing import Any
 
 import duckdb
 
+from replay_assets.core.events import canonical_json, sha256_text
 from replay_assets.storage.apply import latest
 from replay_assets.storage.landing.deliveries import atomic_replace
 from replay_assets.storage.publish.certify import pointer
@@ -53,7 +53,9 @@ def refresh_current(
     files: Files = {e: dict(p) for e, p in done.get("current_files", {}).items()}
     since = done.get("changes_through")
     changed = latest.changed_parts(con, since) if from_latest and since is not None and files else None
-    tag = uuid.uuid4().hex[:12]  # new names: a reader's listed files are never replaced
+    # names new to this state and generation (a reader's listed files are never replaced by other
+    # content), the same for the same refresh in any home: a retry after a crash writes the same
+    tag = sha256_text(canonical_json([state, generation, since]))[:12]
     written = []
     for entity, (_view, table, macro) in ENTITIES.items():
         parts = None if changed is None else sorted(changed[entity])
@@ -91,6 +93,7 @@ def _write_parts(
     DuckDB partitioned into a scratch folder, then each file fsynced and renamed into
     ``folder`` under a new name. A requested partition with no rows gets no file."""
     scratch = folder / f".refresh-{tag}"
+    shutil.rmtree(scratch, ignore_errors=True)  # of an attempt a crash cut short
     folder.mkdir(parents=True, exist_ok=True)
     part_sql = latest.LATEST[ENTITIES[entity][1]][3]
     where = "" if parts is None else f"WHERE list_contains($parts, {_PART_COLUMN})"
