@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import duckdb
 
+from replay_assets.storage.db.migrations import CUSTOMER_COLUMNS, ORDER_COLUMNS
 from replay_assets.storage.db.warehouse import one
 
 # history table -> (latest table, key, entity, the partition of the published current state a row
@@ -29,6 +30,8 @@ LATEST = {
     ),
     "customer_history": ("customer_latest", ("customer_id",), "customers", "'all'"),
 }
+_ROW = ("version", "source_seq", "image_sha256", "load_date")
+COLUMNS = {"order_history": (*ORDER_COLUMNS, *_ROW), "customer_history": (*CUSTOMER_COLUMNS, *_ROW)}
 DROPPED = "latest_changes_dropped"  # pointer: the newest change pruning removed from the log
 
 
@@ -84,7 +87,11 @@ def advance(con: duckdb.DuckDBPyConnection, day: str) -> None:
             WHERE {same}""",
             {"day": day},
         )
-        con.execute(f"INSERT INTO {latest} SELECT * FROM {history} WHERE load_date = $day", {"day": day})
+        columns = ", ".join(COLUMNS[history])
+        con.execute(
+            f"INSERT INTO {latest} ({columns}) SELECT {columns} FROM {history} WHERE load_date = $day",
+            {"day": day},
+        )
 
 
 def retract(con: duckdb.DuckDBPyConnection, day: str) -> None:
@@ -100,8 +107,10 @@ def retract(con: duckdb.DuckDBPyConnection, day: str) -> None:
             {"day": day},
         )
         con.execute(f"DELETE FROM {latest} WHERE load_date = $day", {"day": day})
+        columns = ", ".join(COLUMNS[history])
         con.execute(
-            f"""INSERT INTO {latest} SELECT h.* FROM {history} h SEMI JOIN _retracted_{entity} USING ({keys})
+            f"""INSERT INTO {latest} ({columns})
+            SELECT {columns} FROM {history} h SEMI JOIN _retracted_{entity} USING ({keys})
             QUALIFY row_number() OVER (PARTITION BY {", ".join(f"h.{c}" for c in key)}
                                        ORDER BY h.load_date DESC) = 1"""
         )

@@ -126,7 +126,7 @@ def write_manifest(con: duckdb.DuckDBPyConnection, root: Path, done: dict[str, A
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
     con.execute("CREATE OR REPLACE TEMP TABLE _manifest (entity VARCHAR, file VARCHAR)")
-    con.executemany("INSERT INTO _manifest VALUES (?, ?)", rows)
+    con.executemany("INSERT INTO _manifest (entity, file) VALUES (?, ?)", rows)
     con.sql("SELECT * FROM _manifest ORDER BY ALL").write_parquet(str(tmp))
     con.execute("DROP TABLE _manifest")
     atomic_replace(tmp, path)
