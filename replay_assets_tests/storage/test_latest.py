@@ -16,6 +16,7 @@ from replay_assets.usecases.context import Pipeline
 from replay_assets.usecases.operations import Operations
 from replay_assets_tests.helpers import drive
 from replay_assets_tests.storage.test_bad_input import D1, D2, deliver, event, make_pipeline
+from replay_assets_tests.storage.test_snapshot_scan import DAYS, warehouse
 
 
 @pytest.fixture
@@ -58,3 +59,25 @@ def test_reconcile_flags_latest_tables_that_drifted_from_history(
     assert "latest tables differ from history's newest rows by 2 rows" in verdict.reasons[D2]
     assert main(["reconcile", "--home", str(applied.settings.home)]) == 1
     assert "latest tables differ" in capsys.readouterr().out
+
+
+def test_a_date_re_applied_under_later_ones_keeps_each_keys_newest_row() -> None:
+    """A backfill may fold a date again while later dates stay applied: each key the date wrote
+    keeps its newest row, a later date's where it has one; what it changed is logged."""
+    con = warehouse([("o1", 1, "active", 10, DAYS[0]), ("o1", 1, "active", 20, DAYS[1])], [])
+    for day in DAYS[:2]:
+        latest.advance(con, day)
+    con.execute("DELETE FROM order_history WHERE load_date = ?", [DAYS[0]])
+    latest.retract(con, DAYS[0])
+    con.execute(
+        "INSERT INTO order_history SELECT * REPLACE ('o2' AS order_id, ? AS load_date) FROM order_history",
+        [DAYS[0]],
+    )  # the date again, now writing o2 only
+    before = latest.generation(con)
+    latest.advance(con, DAYS[0])
+    assert latest.differences(con) == 0
+    assert con.execute("SELECT order_id, load_date FROM order_latest ORDER BY 1").fetchall() == [
+        ("o1", DAYS[1]),
+        ("o2", DAYS[0]),
+    ]
+    assert latest.changed_parts(con, before) == {"orders": {"2026-01-01"}, "customers": set()}

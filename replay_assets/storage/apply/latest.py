@@ -70,8 +70,11 @@ def _log(con: duckdb.DuckDBPyConnection, day: str, parts: dict[str, str]) -> Non
 
 
 def advance(con: duckdb.DuckDBPyConnection, day: str) -> None:
-    """Fold the history rows ``day`` wrote into the latest tables (``day`` is the newest date),
-    logging the partitions the replaced rows leave and the new rows join."""
+    """Fold the history rows ``day`` wrote into the latest tables, logging the partitions the
+    replaced rows leave and the new rows join. ``day`` is the newest date but in a backfill that
+    re-applies one date with later ones applied: then each key it wrote takes its newest history
+    row, which may be a later date's (the log then names a partition that did not change)."""
+    newest = holds_as_of(con, day)
     parts = {}
     for history, (latest, key, entity, part) in LATEST.items():
         written = (
@@ -87,11 +90,15 @@ def advance(con: duckdb.DuckDBPyConnection, day: str) -> None:
             WHERE {same}""",
             {"day": day},
         )
-        columns = ", ".join(COLUMNS[history])
-        con.execute(
-            f"INSERT INTO {latest} ({columns}) SELECT {columns} FROM {history} WHERE load_date = $day",
-            {"day": day},
+        columns, keys = ", ".join(COLUMNS[history]), ", ".join(key)
+        rows = (
+            f"SELECT {columns} FROM {history} WHERE load_date = $day"
+            if newest
+            else f"""SELECT {columns} FROM {history} h SEMI JOIN (
+                    SELECT {keys} FROM {history} WHERE load_date = $day) n USING ({keys})
+                QUALIFY row_number() OVER (PARTITION BY {keys} ORDER BY h.load_date DESC) = 1"""
         )
+        con.execute(f"INSERT INTO {latest} ({columns}) {rows}", {"day": day})
 
 
 def retract(con: duckdb.DuckDBPyConnection, day: str) -> None:
