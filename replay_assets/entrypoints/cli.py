@@ -290,8 +290,9 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_reconcile(args: argparse.Namespace) -> int:
-    """Counts, sums and checksums again: reconciliation per load date, then every publication
-    recomputed from immutable raw (mismatches are flagged SUSPECT)."""
+    """The audit: reconciliation per load date must add up; then the newest certified states,
+    each business date's newest aggregates and the latest tables are recomputed whole from
+    history (mismatches are flagged SUSPECT)."""
     session = _session(args)
     ops = Operations(session.pipeline)
     rows = ops.reconcile()
@@ -364,7 +365,7 @@ def parser() -> argparse.ArgumentParser:
         "--update", metavar="PARTITION", type=DAY, help="the factual update a consumer of PARTITION needs"
     )
     p.set_defaults(fn=cmd_status)
-    p = add("reconcile", "reconciliation per load date, then re-verify every publication from raw")
+    p = add("reconcile", "reconciliation per load date, then re-verify publications from history")
     p.set_defaults(fn=cmd_reconcile)
     return top
 
