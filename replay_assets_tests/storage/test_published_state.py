@@ -131,3 +131,18 @@ def test_a_reader_of_an_empty_home_sees_the_columns_and_no_rows(tmp_path: Path) 
     columns = [c[0] for c in con.execute("DESCRIBE current_orders").fetchall()]
     con.close()
     assert columns[:2] == ["order_id", "line_no"] and "filename" not in columns
+
+
+def test_a_date_that_changes_no_partition_still_publishes_its_record(day_one: Pipeline) -> None:
+    home = day_one.settings.home
+    files_before = record(home)["current_files"]
+    deliver(day_one, D2, "b2", [event(1, "o1", business_date=B1)])  # a replay: a duplicate only
+    drive(day_one)
+    assert record(home)["current_files"] == files_before  # nothing rewritten
+    con = duckdb.connect(str(home / "published.duckdb"), read_only=True)
+    keys = con.execute(
+        "SELECT partition_key FROM publications WHERE asset = 'current_orders' ORDER BY 1"
+    ).fetchall()
+    con.close()
+    assert keys == [(D1,), (D2,)]
+    assert published(home) == certified(day_one)

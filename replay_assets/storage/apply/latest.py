@@ -5,9 +5,9 @@ it touches).
 
 **Invariant**, at every commit: the latest tables hold exactly each key's row with the greatest
 load date in history (tombstones included), i.e. the state as of the newest applied date. It is
-kept in the transaction that changes history: ``advance`` after a date's rows are written (a
-date is only ever written when no later date is in history), ``retract`` after a date's rows
-are removed (a restatement undoes it). Pruning removes superseded rows only, never a key's
+kept in the transaction that changes history: ``advance`` after a date's rows are written
+(normally the newest date; a backfill may fold a date again under later ones), ``retract`` after
+a date's rows are removed (a restatement undoes it). Pruning removes superseded rows only, never a key's
 newest. The history tables stay the record: as-of reads, the audit and re-verification read
 them, and a read that is not "the state as of the newest date" falls back to the history window.
 """

@@ -5,10 +5,11 @@ Parquet files per business date (tombstones, which have none, under ``none``) an
 A refresh rewrites only the partitions the latest tables logged a change of since the last
 export (``latest_changes``, ``storage/apply/latest.py``), every one when that log cannot say
 (the first export, a state read from history instead of the latest tables, a log pruning
-shortened). New files get new names; the views of the new ``published.duckdb`` list the files
-of one certified state, so a reader sees the state as of one pointer, never a mix of two
-refreshes. The files of the refresh before stay for readers still holding the previous
-``published.duckdb``; older ones are deleted after the new record is written."""
+shortened). New files get new names; a manifest replaced in one rename after them lists the
+files of one certified state, and the views read only what it lists, so each query sees the
+state as of one pointer, never a mix of two refreshes. The files of the refresh before stay for
+queries that read the previous manifest; older ones are deleted after the new record is
+written."""
 
 from __future__ import annotations
 
@@ -76,7 +77,9 @@ def refresh_current(
     done["current_files"] = files
     done["changes_through"] = generation if from_latest else None
     done["current"], done["generation"] = state, generation
-    return written
+    # the pointer moved even when no partition changed (a date of duplicates only): what names
+    # the state (publications, the manifest) is refreshed all the same
+    return written or [f"current state as of {current}, no partition changed"]
 
 
 def _write_parts(
