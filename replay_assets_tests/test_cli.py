@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 from dagster._daemon.types import DaemonHeartbeat  # Dagster's own type for a daemon heartbeat
 
-from replay_assets.demo.scenarios import seed001
+from replay_assets.demo.scenarios import fixture, seed000, seed001
 from replay_assets.entrypoints.cli import main
 from replay_assets.entrypoints.runner import instance_for
 from replay_assets.entrypoints.session import Session
@@ -229,3 +229,38 @@ def test_recovery_commands_read_the_journal_without_dagster(
     )
     assert "REPLAY_RECOVERY_CONFLICT" in capsys.readouterr().err
     assert main(["recovery", "apply", "--operation-id", op["operation_id"], "--home", str(home)]) == 2
+
+
+def test_land_takes_a_seed000_document_one_batch_at_a_time(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`land --adapter seed000 --batch-id B` lands batch B of a seed-000 document with its
+    records numbered over the document's delivery order: the same lines the seed-000 scenario
+    delivers, and the seed's final state."""
+    document = tmp_path / "demo_batches.json"
+    document.write_text(json.dumps(fixture("seed000_demo_batches.json")), encoding="utf-8")
+    land = ["land", str(document), "--source", seed000.SOURCE, "--adapter", "seed000", "--home", str(home)]
+    for batch, day in seed000.LOAD_DATES.items():
+        if batch in fixture("seed000_demo_batches.json")["delivery_sequence"]:
+            args = [*land, "--batch-id", batch, "--load-date", day, "--ready-at", f"{day}T06:00:00Z"]
+            assert main(args) == 0
+            landed = home / "landing" / seed000.SOURCE / day / f"{batch}.jsonl"
+            assert landed.read_text(encoding="utf-8").splitlines() == seed000.batches()[batch]
+    assert main(["run", "--home", str(home)]) == 0
+    capsys.readouterr()
+    assert main(["export", "current_orders", "--home", str(home), "--format", "jsonl"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    expected = fixture("seed000_expected_final.json")["orders"]
+    assert sorted((r["order_id"], r["status"], r["amount_minor"]) for r in rows) == [
+        (o["order_id"], o["status"], o["amount_minor"]) for o in expected
+    ]
+    assert main([*land, "--load-date", "2026-01-05"]) == 2  # which batch: required
+    assert "--adapter seed000 needs --batch-id" in capsys.readouterr().err
+    assert main([*land, "--load-date", "2026-01-05", "--batch-id", "nope"]) == 2
+    assert "batch 'nope' is not in its delivery_sequence" in capsys.readouterr().err
+    lines = lines_file(tmp_path, seed001.baseline_events())
+    assert main([*land[:1], str(lines), *land[2:], "--load-date", "2026-01-05", "--batch-id", "x"]) == 2
+    assert "events.jsonl: not a seed-000 document" in capsys.readouterr().err
+    document.write_text(json.dumps({"batches": [{"batch_id": "initial"}]}), encoding="utf-8")
+    assert main([*land, "--load-date", "2026-01-05", "--batch-id", "initial"]) == 2
+    assert "demo_batches.json: not a seed-000 document" in capsys.readouterr().err

@@ -20,6 +20,7 @@ SEED001_STORE = "main"
 
 class Adapter(enum.StrEnum):
     NATIVE = "native"
+    SEED000 = "seed000"  # a whole document (batches and their delivery order), not lines
     SEED001 = "seed001"
     DEBEZIUM = "debezium"
 
@@ -42,9 +43,32 @@ def adapt_seed000(batches: Sequence[Mapping[str, Any]], delivery: Sequence[str])
             ordinal += 1
             text = canonical_json(record)
             seq = first_seen.setdefault(text, ordinal)
-            lines.append(canonical_json(_seed000_event(record, text, seq)))
+            try:
+                lines.append(canonical_json(_seed000_event(record, text, seq)))
+            except (KeyError, TypeError, AttributeError):
+                lines.append(text)  # validation rejects it with the reason, and keeps it
         out.setdefault(batch_id, lines)
     return out
+
+
+def seed000_batch(document: Any, batch_id: str) -> list[str]:
+    """One batch of a seed-000 document (``batches`` of ``{batch_id, records}`` and the
+    ``delivery_sequence`` of batch ids) as native lines, numbered over the whole delivery order
+    so a record the document re-sends is the same source change. ValueError says what is wrong."""
+    if not (
+        isinstance(document, Mapping)
+        and isinstance(document.get("batches"), list)
+        and isinstance(document.get("delivery_sequence"), list)
+        and all(isinstance(b, Mapping) and isinstance(b.get("records"), list) for b in document["batches"])
+    ):
+        raise ValueError("not a seed-000 document: it needs batches of records and a delivery_sequence")
+    delivery = [str(d) for d in document["delivery_sequence"]]
+    known = {str(b.get("batch_id")) for b in document["batches"]}
+    if missing := [d for d in delivery if d not in known]:
+        raise ValueError(f"its delivery_sequence names batches it does not hold: {missing[:3]}")
+    if batch_id not in delivery:
+        raise ValueError(f"batch {batch_id!r} is not in its delivery_sequence {delivery[:10]}")
+    return adapt_seed000(document["batches"], delivery)[batch_id]
 
 
 def _seed000_event(record: Mapping[str, Any], text: str, seq: int) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from replay_assets.core import retention
-from replay_assets.core.adapters import Adapter, adapt_lines
+from replay_assets.core.adapters import Adapter, adapt_lines, seed000_batch
 from replay_assets.core.config import SettingsError
 from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.events import canonical_json, jsonl_lines, sha256_text
@@ -122,7 +122,7 @@ def cmd_land(args: argparse.Namespace) -> int:
             text = data.decode("utf-8")
         except UnicodeDecodeError as bad:
             raise ReplayError(ErrorCode.USAGE, f"{args.file} is not UTF-8 text (byte {bad.start})") from None
-        lines, parquet = adapt_lines(Adapter(args.adapter), jsonl_lines(text)), None
+        lines, parquet = _adapted(args, text), None
         batch_id = args.batch_id or f"B{sha256_text(origin + chr(10).join(lines))[:24]}"
     path, written = create_delivery(
         settings.landing,
@@ -135,6 +135,26 @@ def cmd_land(args: argparse.Namespace) -> int:
     )
     print(f"{'landed' if written else 'already landed (identical delivery)'} batch {batch_id}: {path}")
     return 0
+
+
+def _adapted(args: argparse.Namespace, text: str) -> list[str]:
+    """The delivery's native lines: JSONL through a line adapter, or one batch of a seed-000
+    document (``--batch-id`` names it; its records are numbered over the document's order)."""
+    adapter = Adapter(args.adapter)
+    if adapter is not Adapter.SEED000:
+        return adapt_lines(adapter, jsonl_lines(text))
+    if not args.batch_id:
+        raise ReplayError(ErrorCode.USAGE, f"{args.file}: --adapter seed000 needs --batch-id (a batch of it)")
+    try:
+        document = json.loads(text)
+    except ValueError as bad:
+        raise ReplayError(
+            ErrorCode.USAGE, f"{args.file}: not a seed-000 document (not one JSON value: {bad})"
+        ) from None
+    try:
+        return seed000_batch(document, args.batch_id)
+    except ValueError as bad:
+        raise ReplayError(ErrorCode.USAGE, f"{args.file}: {bad}") from None
 
 
 def _read_input(path: Path) -> bytes:

@@ -17,6 +17,7 @@ from replay_assets.core.adapters import (
     adapt_lines,
     adapt_seed000,
     adapt_seed001,
+    seed000_batch,
 )
 from replay_assets.core.events import (
     Entity,
@@ -92,6 +93,22 @@ def test_seed000_resent_record_is_the_same_source_change(
     assert isinstance(e1, Event)
     assert isinstance(e2, Event)
     assert e1.content_sha256 == e2.content_sha256
+
+
+def test_seed000_batch_is_one_batch_of_the_document_and_keeps_a_bad_record_for_rejection(
+    seed000: dict[str, Any], seed000_lines: dict[str, list[str]]
+) -> None:
+    assert seed000_batch(seed000, "late") == seed000_lines["late"]  # numbered over the whole order
+    broken = json.loads(json.dumps(seed000))
+    del broken["batches"][0]["records"][1]["store_id"]
+    lines = seed000_batch(broken, "initial")
+    assert lines[1] == canonical_json(broken["batches"][0]["records"][1])  # as delivered
+    assert not isinstance(parse_event(lines[1], WIDE), Event)  # validation rejects it, with a reason
+    assert lines[0] == seed000_lines["initial"][0]
+    with pytest.raises(ValueError, match="not in its delivery_sequence"):
+        seed000_batch(seed000, "absent")
+    with pytest.raises(ValueError, match="not a seed-000 document"):
+        seed000_batch([seed000], "initial")
 
 
 def test_seed000_distinct_records_get_distinct_ids_and_seqs(seed000_lines: dict[str, list[str]]) -> None:
