@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from replay_assets.core.aggregate import Controls
@@ -21,14 +21,19 @@ from replay_assets_tests.storage.test_snapshot_scan import DAYS, customer_row, o
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(order_row, max_size=25), st.lists(customer_row, max_size=8))
+@example(orders=[("o1", 1, "active", 0, DAYS[1]), ("o1", 1, "active", 1, DAYS[0])], customers=[])
 def test_sums_and_controls_by_change_equal_the_whole_state_as_of_every_date(
     orders: list[tuple], customers: list[tuple]
 ) -> None:
     con = warehouse(orders, customers)
-    for day in DAYS:
-        con.execute("INSERT INTO load_dates VALUES (?, 'identity', now(), NULL)", [day])
+    for table in ("order_history", "customer_history"):  # written date by date below, as applied
+        con.execute(f"CREATE TEMP TABLE pending_{table} AS SELECT * FROM {table}")
+        con.execute(f"DELETE FROM {table}")
     base, before = Controls(0, 0, 0, 0, 0, 0), state_digest.EMPTY
     for day in DAYS:  # the latest tables hold the state before ``day`` here (advanced below)
+        con.execute("INSERT INTO load_dates VALUES (?, 'identity', now(), NULL)", [day])
+        for table in ("order_history", "customer_history"):
+            con.execute(f"INSERT INTO {table} SELECT * FROM pending_{table} WHERE load_date = ?", [day])
         sums = before.plus(state_digest.change(con, day))
         assert sums == state_digest.full(con, day)
         assert before.plus(state_digest.change(con, day, from_latest=True)) == sums
