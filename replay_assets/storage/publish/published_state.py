@@ -77,9 +77,7 @@ def refresh_current(
     done["current_files"] = files
     done["changes_through"] = generation if from_latest else None
     done["current"], done["generation"] = state, generation
-    # the pointer moved even when no partition changed (a date of duplicates only): what names
-    # the state (publications, the manifest) is refreshed all the same
-    return written or [f"current state as of {current}, no partition changed"]
+    return written
 
 
 def _write_parts(
