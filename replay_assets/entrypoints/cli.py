@@ -15,15 +15,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from replay_assets.core import retention
-from replay_assets.core.adapters import Adapter, adapt_lines, seed000_batch
+from replay_assets.core.adapters import Adapter
 from replay_assets.core.config import SettingsError
 from replay_assets.core.errors import ErrorCode, ReplayError
-from replay_assets.core.events import canonical_json, jsonl_lines, sha256_text
+from replay_assets.core.events import canonical_json, sha256_text
 from replay_assets.core.names import NameKind
 from replay_assets.core.plan import refuse_partial_backfill
 from replay_assets.core.status import DateStatus
 from replay_assets.entrypoints.arguments import DAY, instant, name_of
 from replay_assets.entrypoints.environment import settings_from_environment
+from replay_assets.entrypoints.land_input import adapted, read_input
 from replay_assets.entrypoints.progress import progress
 from replay_assets.entrypoints.report import print_reading, print_retention, print_table, status_row
 from replay_assets.storage.landing.deliveries import create_delivery
@@ -111,7 +112,7 @@ def cmd_land(args: argparse.Namespace) -> int:
     id already used anywhere in the landing area is refused (REPLAY_BATCH_ID_REUSED), except
     the identical delivery again, which is a no-op."""
     settings = settings_from_environment(args.home)
-    data = _read_input(Path(args.file))
+    data = read_input(Path(args.file))
     ready_at = args.ready_at or f"{args.load_date}T00:00:00Z"
     origin = canonical_json([args.source, args.load_date])
     if args.file.endswith(".parquet"):
@@ -122,7 +123,7 @@ def cmd_land(args: argparse.Namespace) -> int:
             text = data.decode("utf-8")
         except UnicodeDecodeError as bad:
             raise ReplayError(ErrorCode.USAGE, f"{args.file} is not UTF-8 text (byte {bad.start})") from None
-        lines, parquet = _adapted(args, text), None
+        lines, parquet = adapted(args, text), None
         batch_id = args.batch_id or f"B{sha256_text(origin + chr(10).join(lines))[:24]}"
     path, written = create_delivery(
         settings.landing,
@@ -135,35 +136,6 @@ def cmd_land(args: argparse.Namespace) -> int:
     )
     print(f"{'landed' if written else 'already landed (identical delivery)'} batch {batch_id}: {path}")
     return 0
-
-
-def _adapted(args: argparse.Namespace, text: str) -> list[str]:
-    """The delivery's native lines: JSONL through a line adapter, or one batch of a seed-000
-    document (``--batch-id`` names it; its records are numbered over the document's order)."""
-    adapter = Adapter(args.adapter)
-    if adapter is not Adapter.SEED000:
-        return adapt_lines(adapter, jsonl_lines(text))
-    if not args.batch_id:
-        raise ReplayError(ErrorCode.USAGE, f"{args.file}: --adapter seed000 needs --batch-id (a batch of it)")
-    try:
-        document = json.loads(text)
-    except ValueError as bad:
-        raise ReplayError(
-            ErrorCode.USAGE, f"{args.file}: not a seed-000 document (not one JSON value: {bad})"
-        ) from None
-    try:
-        return seed000_batch(document, args.batch_id)
-    except ValueError as bad:
-        raise ReplayError(ErrorCode.USAGE, f"{args.file}: {bad}") from None
-
-
-def _read_input(path: Path) -> bytes:
-    try:
-        if not path.is_file():
-            raise ReplayError(ErrorCode.USAGE, f"{path} is not a regular file")
-        return path.read_bytes()
-    except OSError as error:
-        raise ReplayError(ErrorCode.USAGE, f"{path} cannot be read ({error.strerror})") from None
 
 
 def cmd_run(args: argparse.Namespace) -> int:
