@@ -78,6 +78,37 @@ def test_land_run_export(home: Path, tmp_path: Path, capsys: pytest.CaptureFixtu
     assert capsys.readouterr().out.strip() == "customer_id,name,segment,status,version,source_seq,load_date"
 
 
+def test_a_schema_blocked_batch_lands_again_once_the_settings_file_declares_its_upcaster(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    seed001.deliver_baseline(home / "landing")
+    seed001.deliver_breaking(home / "landing", "2026-09-21")
+    reland = ["resolve", "--batch-id", "B20260923-CDC-D", "--action", "reland", "--note", "v2 declared"]
+    assert main(["run", "--home", str(home)]) == 1
+    declared = {
+        "rename": {"after.extended_amount_cents": "after.amount_minor"},
+        "add": {"after.customer_id": "C001", "after.product_id": "P100", "after.quantity": 2}
+        | {"after.cost_minor": 60, "after.status": "active"},
+    }
+    (home / "replay-assets.json").write_text(json.dumps({"upcasters": {"erp": {"2": declared}}}))
+    capsys.readouterr()
+    assert main([*reland, "--home", str(home)]) == 0
+    assert "to be landed again" in capsys.readouterr().out
+    assert main(["run", "--home", str(home)]) == 0
+    assert main(["export", "current_orders", "--home", str(home), "--format", "jsonl"]) == 0
+    capsys.readouterr()
+    assert main(["status", "--json", "--home", str(home)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert {s["status"] for s in report["partitions"] if s["asset"] == "current_orders"} == {"CERTIFIED"}
+    # a second relanding is refused: the batch blocks nothing now
+    assert main([*reland, "--home", str(home)]) == 2
+    assert "not blocked by the schema gate" in capsys.readouterr().err
+    # a malformed declaration is a usage error naming the setting, before anything runs
+    (home / "replay-assets.json").write_text(json.dumps({"upcasters": {"erp": {"2": {"cast": {}}}}}))
+    assert main(["status", "--home", str(home)]) == 2
+    assert "unknown operation 'cast'" in capsys.readouterr().err
+
+
 def test_run_exits_1_and_says_why_when_blocked_then_resolve(
     home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

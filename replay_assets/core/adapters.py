@@ -124,7 +124,8 @@ def adapt_seed001(event: Mapping[str, Any]) -> dict[str, Any]:
     if out["op"] == "upsert" and isinstance(after, dict) and entity == "order_line":
         image = {SEED001_RENAMES.get(k, k): v for k, v in after.items()}
         status = image.get("status")
-        image["status"] = SEED001_STATUS.get(status, status) if isinstance(status, str) else status
+        if isinstance(status, str):
+            image["status"] = SEED001_STATUS.get(status, status)
         image.setdefault("store_id", SEED001_STORE)
         image.setdefault("business_date", _utc_day(event["event_ts"]))
         out["after"] = image

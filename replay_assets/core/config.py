@@ -15,6 +15,7 @@ from replay_assets.core import strict_json
 from replay_assets.core.manifest import Limits, parse_instant
 from replay_assets.core.names import BadName, NameKind, check_name
 from replay_assets.core.retention import DEFAULT_RETENTION_LOAD_DATES
+from replay_assets.core.upcast import Upcaster, parse_upcasters
 
 DEFAULT_START = "2020-01-01"
 CONFIG_FILE = "replay-assets.json"
@@ -31,6 +32,7 @@ CONFIG_KEYS = frozenset(
         "limits",
         "lock_timeout_seconds",
         "retention_load_dates",
+        "upcasters",
     }
 )
 
@@ -84,6 +86,7 @@ class Settings:
     slo: SloPolicy = field(default_factory=SloPolicy)
     sensor_interval_seconds: int = 30  # how often the daemon evaluates each sensor
     retention_load_dates: int = DEFAULT_RETENTION_LOAD_DATES  # the replay horizon (core/retention.py)
+    upcasters: Mapping[str, Mapping[int, Upcaster]] = field(default_factory=dict)  # core/upcast.py
 
     @property
     def landing(self) -> Path:
@@ -193,6 +196,7 @@ def _settings(env: Mapping[str, str], root: Path, cfg: dict[str, Any]) -> Settin
         limits=_limits(cfg.get("limits", {})),
         lock_timeout_seconds=_number(cfg.get("lock_timeout_seconds", 60.0), "lock_timeout_seconds", float),
         retention_load_dates=_retention(retention),
+        upcasters=parse_upcasters(cfg.get("upcasters", {})),
     )
 
 

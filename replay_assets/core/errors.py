@@ -19,6 +19,7 @@ class RejectReason(enum.StrEnum):
     KEY_IMAGE_MISMATCH = "KEY_IMAGE_MISMATCH"
     OUTSIDE_DECLARED_SLICE = "OUTSIDE_DECLARED_SLICE"
     BUSINESS_DATE_OUT_OF_RANGE = "BUSINESS_DATE_OUT_OF_RANGE"
+    UPCAST_FAILED = "UPCAST_FAILED"  # a declared upcaster cannot map the event (core/upcast.py)
 
 
 class Violation(enum.StrEnum):

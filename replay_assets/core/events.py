@@ -6,16 +6,21 @@ Pure: values in, values out. A line either becomes an :class:`Event`, a :class:`
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import enum
 import hashlib
 import json
 import re
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from replay_assets.core import strict_json
 from replay_assets.core.errors import RejectReason, Violation
+
+if TYPE_CHECKING:
+    from replay_assets.core.upcast import Upcaster
 
 SCHEMA_VERSION = 1
 MAX_INT = 10**12
@@ -65,13 +70,15 @@ TOMBSTONE_IMAGE_SHA = "tombstone"
 
 @dataclass(frozen=True)
 class ValidationContext:
-    """What validation needs besides the line: the declared slice and the business-date window."""
+    """What validation needs besides the line: the declared slice, the business-date window and
+    the upcasters the batch's source declares (``core/upcast.py``)."""
 
     business_date_start: dt.date
     business_date_end: dt.date  # inclusive: today + tolerance
     seq_low: int | None = None
     seq_high: int | None = None
     max_line_bytes: int = 1 << 20
+    upcasters: Mapping[int, Upcaster] = field(default_factory=dict, compare=False)
 
 
 @dataclass(frozen=True)
@@ -88,6 +95,7 @@ class Event:
     image: dict[str, Any] | None
     content_sha256: str
     image_sha256: str
+    schema_version: int = SCHEMA_VERSION  # as delivered; another version was upcast to 1
 
 
 @dataclass(frozen=True)
@@ -213,7 +221,14 @@ def _parse(line: str, ctx: ValidationContext) -> Outcome:
     if not isinstance(obj, dict):
         raise _Reject(RejectReason.MALFORMED_JSON, "line is not a JSON object")
     version = obj.get("schema_version", SCHEMA_VERSION)
-    if type(version) is not int or version != SCHEMA_VERSION:  # True == 1 and 1.0 == 1 in Python
+    if type(version) is int and version in ctx.upcasters:  # True == 1 and 1.0 == 1 in Python
+        try:
+            upcast = ctx.upcasters[version].apply(obj)
+        except ValueError as bad:
+            raise _Reject(RejectReason.UPCAST_FAILED, str(bad)) from None
+        event = _parse_envelope(upcast, ctx)
+        return dataclasses.replace(event, schema_version=version)
+    if type(version) is not int or version != SCHEMA_VERSION:
         event_id = obj.get("event_id") if isinstance(obj.get("event_id"), str) else None
         return BatchViolation(
             Violation.UNSUPPORTED_SCHEMA_VERSION,

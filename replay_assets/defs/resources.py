@@ -9,6 +9,7 @@ import dagster as dg
 from replay_assets.core.config import Settings, slo_policy
 from replay_assets.core.manifest import Limits, parse_instant
 from replay_assets.core.retention import DEFAULT_RETENTION_LOAD_DATES
+from replay_assets.core.upcast import parse_upcasters
 from replay_assets.usecases.context import Pipeline
 
 
@@ -33,6 +34,7 @@ class ReplayResource(dg.ConfigurableResource):  # type: ignore[type-arg]
     slo_json: str = "{}"
     sensor_interval_seconds: int = 30
     retention_load_dates: int = DEFAULT_RETENTION_LOAD_DATES
+    upcasters_json: str = "{}"
 
     @classmethod
     def for_settings(cls, s: Settings) -> "ReplayResource":
@@ -51,6 +53,9 @@ class ReplayResource(dg.ConfigurableResource):  # type: ignore[type-arg]
             slo_json=json.dumps(dataclasses.asdict(s.slo)),
             sensor_interval_seconds=s.sensor_interval_seconds,
             retention_load_dates=s.retention_load_dates,
+            upcasters_json=json.dumps(
+                {src: {str(v): u.declaration() for v, u in by.items()} for src, by in s.upcasters.items()}
+            ),
         )
 
     def settings(self) -> Settings:
@@ -69,6 +74,7 @@ class ReplayResource(dg.ConfigurableResource):  # type: ignore[type-arg]
             slo=slo_policy(json.loads(self.slo_json)),
             sensor_interval_seconds=self.sensor_interval_seconds,
             retention_load_dates=self.retention_load_dates,
+            upcasters=parse_upcasters(json.loads(self.upcasters_json)),
         )
 
     def pipeline(self) -> Pipeline:

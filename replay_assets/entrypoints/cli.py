@@ -33,7 +33,7 @@ from replay_assets.usecases.context import Pipeline
 from replay_assets.usecases.decide import read_horizon
 from replay_assets.usecases.operations import Operations
 from replay_assets.usecases.recover import refresh_published
-from replay_assets.usecases.resolve import resolve
+from replay_assets.usecases.resolve import reland, resolve
 from replay_assets.usecases.status import record_waiting_statuses
 
 if TYPE_CHECKING:  # Dagster is imported by the commands that run it, not by status or export
@@ -225,6 +225,10 @@ def cmd_recovery(args: argparse.Namespace) -> int:
 
 def cmd_resolve(args: argparse.Namespace) -> int:
     session = _session(args)
+    if args.action == "reland":
+        day = reland(session.pipeline, args.batch_id, args.note, getpass.getuser())
+        print(f"batch {args.batch_id}: to be landed again; run `replay-assets run` to land and apply {day}")
+        return 0
     resolve(session.pipeline, args.batch_id, args.note, getpass.getuser())
     print(f"batch {args.batch_id}: skip recorded; run `replay-assets run` to apply its load date")
     return 0
@@ -342,7 +346,13 @@ def parser() -> argparse.ArgumentParser:
     p.set_defaults(fn=cmd_recovery)
     p = add("resolve", "operator decision on a blocked batch (audited)")
     p.add_argument("--batch-id", required=True, type=name_of(NameKind.BATCH_ID))
-    p.add_argument("--action", choices=["skip"], required=True)
+    p.add_argument(
+        "--action",
+        choices=["skip", "reland"],
+        required=True,
+        help="skip: apply the load date without the batch; reland: land a schema-blocked batch "
+        "again under the declared upcasters",
+    )
     p.add_argument("--note", required=True)
     p.set_defaults(fn=cmd_resolve)
     p = add("export", "write a consumer table")

@@ -98,4 +98,5 @@ def validation_context(pipeline: Pipeline, manifest: Manifest) -> ValidationCont
         seq_low=manifest.seq_low,
         seq_high=manifest.seq_high,
         max_line_bytes=settings.limits.line_bytes,
+        upcasters=settings.upcasters.get(manifest.source, {}),
     )

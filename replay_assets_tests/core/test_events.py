@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import datetime as dt
 import json
 from collections.abc import Callable
@@ -26,8 +27,12 @@ from replay_assets.core.events import (
     parse_event,
     sha256_text,
 )
+from replay_assets.core.upcast import Upcaster
 
 CTX = ValidationContext(dt.date(2026, 1, 1), dt.date(2026, 1, 31))
+UPCAST_CTX = dataclasses.replace(
+    CTX, upcasters={2: Upcaster(2, rename={"after.amount_cents": "after.amount_minor"})}
+)
 SLICE_CTX = ValidationContext(dt.date(2026, 1, 1), dt.date(2026, 1, 31), seq_low=10, seq_high=20)
 QUICK = settings(max_examples=60, deadline=None, database=None)
 
@@ -287,6 +292,15 @@ REJECT_CASES: list[tuple[str, str, ValidationContext, RejectReason]] = [
         edit(order_obj(), "after.business_date", "2026-02-01"),
         CTX,
         RejectReason.BUSINESS_DATE_OUT_OF_RANGE,
+    ),
+    # UPCAST_FAILED (a declared v2 whose renamed field arrives under both names)
+    (
+        "upcast-both-names",
+        line(order_obj(schema_version=2, after={**order_obj()["after"], "amount_cents": 5})),
+        dataclasses.replace(
+            CTX, upcasters={2: Upcaster(2, rename={"after.amount_cents": "after.amount_minor"})}
+        ),
+        RejectReason.UPCAST_FAILED,
     ),
 ]
 

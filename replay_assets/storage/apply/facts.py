@@ -15,7 +15,7 @@ from replay_assets.storage.retention.prune import pruned_through
 
 LATEST_ATTEMPTS = """
     SELECT load_date, identity, status, reason FROM load_date_attempts
-    QUALIFY row_number() OVER (PARTITION BY load_date, identity ORDER BY attempted_at DESC) = 1"""
+    QUALIFY row_number() OVER (PARTITION BY load_date, identity ORDER BY attempted_at DESC, seq DESC) = 1"""
 
 
 def warehouse_facts(con: duckdb.DuckDBPyConnection) -> WarehouseFacts:

@@ -223,6 +223,23 @@ _V8 = [
         part VARCHAR NOT NULL)""",
 ]
 
+# Schema evolution (issue 15): the events of each landed file a declared upcaster took from
+# another schema_version to the contract, with the declaration's identity.
+_V9 = [
+    """CREATE TABLE upcast_events (
+        batch_id VARCHAR NOT NULL, load_date VARCHAR NOT NULL, source_file VARCHAR NOT NULL,
+        schema_version BIGINT NOT NULL, upcaster_sha256 VARCHAR NOT NULL, events BIGINT NOT NULL,
+        upcaster VARCHAR NOT NULL, PRIMARY KEY (batch_id, source_file, schema_version))""",
+    # an operator's decision to land a schema-blocked batch again (``resolve --action reland``)
+    """CREATE TABLE batch_relandings (
+        batch_id VARCHAR NOT NULL, load_date VARCHAR NOT NULL, manifest_sha256 VARCHAR NOT NULL,
+        violations BIGINT NOT NULL, rejected BIGINT NOT NULL, note VARCHAR NOT NULL,
+        operator VARCHAR NOT NULL, relanded_at TIMESTAMPTZ NOT NULL)""",
+    # attempts in the order written: two at one instant (an injected clock) keep their order
+    "CREATE SEQUENCE attempt_seq",
+    "ALTER TABLE load_date_attempts ADD COLUMN seq BIGINT DEFAULT nextval('attempt_seq')",
+]
+
 MIGRATIONS: list[tuple[int, list[str]]] = [
     (1, _V1),
     (2, _V2),
@@ -232,4 +249,5 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
     (6, _V6),
     (7, _V7),
     (8, _V8),
+    (9, _V9),
 ]

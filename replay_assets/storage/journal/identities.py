@@ -54,7 +54,15 @@ def apply_operation(con: duckdb.DuckDBPyConnection, plan: DatePlan) -> journal.O
     certified snapshot of the day before), never a run id or a try."""
     prev = (dt.date.fromisoformat(plan.load_date) - dt.timedelta(days=1)).isoformat()
     upstream = certify.last_publication(con, "current_orders", prev)
-    input_identity = canonical_json([plan.identity, upstream[1] if upstream else ""])
+    parts: list[Any] = [plan.identity, upstream[1] if upstream else ""]
+    relanded = con.execute(  # a batch landed again (``resolve --action reland``) is a new input
+        "SELECT batch_id, count(*) FROM batch_relandings WHERE list_contains(?, batch_id) "
+        "GROUP BY 1 ORDER BY 1",
+        [[b.batch_id for b in plan.batches]],
+    ).fetchall()
+    if relanded:  # only then, so every other identity stays what it was
+        parts.append([[str(b), int(n)] for b, n in relanded])
+    input_identity = canonical_json(parts)
     intent = {"batches": sorted([b.source, b.batch_id, b.manifest_sha256] for b in plan.batches)}
     return _operation(
         "apply_load_date", "current_orders", plan.load_date, input_identity=input_identity, intent=intent

@@ -6,8 +6,9 @@ from __future__ import annotations
 import datetime as dt
 import json
 import tempfile
+from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +20,12 @@ from replay_assets.core.events import (
     CUSTOMER_IMAGE,
     KEY_FIELDS,
     ORDER_IMAGE,
+    SCHEMA_VERSION,
     BatchViolation,
     Event,
     Rejection,
     ValidationContext,
+    canonical_json,
     parse_event,
 )
 from replay_assets.core.manifest import Manifest
@@ -96,40 +99,71 @@ def land_batch(
             )
         return Landed(manifest.batch_id, 0, rejected=0, violations=0, bytes_read=0, new=False)
     base = {"batch_id": manifest.batch_id, "source": manifest.source, "load_date": manifest.load_date}
-    rejected: list[dict[str, Any]] = []
-    violations: list[dict[str, Any]] = []
-    if manifest.schema_version != 1:
-        violations.append(
+    found = _Found()
+    if manifest.schema_version != 1 and manifest.schema_version not in ctx.upcasters:
+        found.violations.append(
             {
                 **base,
                 "source_file": None,
                 "line_number": None,
                 "event_id": None,
                 "rule": Violation.UNSUPPORTED_SCHEMA_VERSION.value,
-                "detail": "manifest schema_version is not 1",
+                "detail": "manifest schema_version is not 1 and no upcaster is declared for it",
             }
         )
     events = 0
     for f in files:
         where = {**base, "source_file": f.name}
         for chunk in hashed_chunks(f.chunks(line_bytes=ctx.max_line_bytes)):
-            events += _land_chunk(
-                con, where, chunk=chunk, ctx=ctx, now=now, rejected=rejected, violations=violations
-            )
+            events += _land_chunk(con, where, chunk=chunk, ctx=ctx, now=now, found=found)
     _insert_manifest(con, manifest, files=files, events=events, now=now)
-    if rejected:
-        insert_frame(con, "rejected_events", pl.DataFrame(rejected).drop("source"))
-    if violations:
-        frame = pl.DataFrame(violations, infer_schema_length=None).drop("source")
+    if found.rejected:
+        insert_frame(con, "rejected_events", pl.DataFrame(found.rejected).drop("source"))
+    if found.violations:
+        frame = pl.DataFrame(found.violations, infer_schema_length=None).drop("source")
         insert_frame(con, "batch_violations", frame.with_columns(pl.lit(now).alias("detected_at")))
+    _record_upcasts(con, manifest, found.upcast, ctx)
     return Landed(
         manifest.batch_id,
         events,
-        rejected=len(rejected),
-        violations=len(violations),
+        rejected=len(found.rejected),
+        violations=len(found.violations),
         bytes_read=sum(f.size for f in files),
         new=True,
     )
+
+
+@dataclass
+class _Found:
+    """What a batch's lines produced besides staged events: rejections, schema-gate violations
+    and the events each file had upcast, by delivered ``schema_version``."""
+
+    rejected: list[dict[str, Any]] = field(default_factory=list)
+    violations: list[dict[str, Any]] = field(default_factory=list)
+    upcast: Counter[tuple[str, int]] = field(default_factory=Counter)
+
+
+def _record_upcasts(
+    con: duckdb.DuckDBPyConnection,
+    manifest: Manifest,
+    upcast: Counter[tuple[str, int]],
+    ctx: ValidationContext,
+) -> None:
+    for (source_file, version), count in sorted(upcast.items()):
+        upcaster = ctx.upcasters[version]
+        con.execute(
+            "INSERT INTO upcast_events (batch_id, load_date, source_file, schema_version, upcaster_sha256, "
+            "events, upcaster) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [
+                manifest.batch_id,
+                manifest.load_date,
+                source_file,
+                version,
+                upcaster.sha256,
+                count,
+                canonical_json(upcaster.declaration()),
+            ],
+        )
 
 
 def _land_chunk(
@@ -138,12 +172,11 @@ def _land_chunk(
     chunk: Chunk,
     ctx: ValidationContext,
     now: dt.datetime,
-    rejected: list[dict[str, Any]],
-    violations: list[dict[str, Any]],
+    found: _Found,
 ) -> int:
     """Land one chunk of a file's lines: raw receipts and the events the vectorised path
-    certifies go set-based from DuckDB to DuckDB; the other lines go through ``parse_event``.
-    Returns the number of source events (non-blank lines)."""
+    certifies go set-based from DuckDB to DuckDB; the other lines (upcast ones among them) go
+    through ``parse_event``. Returns the number of source events (non-blank lines)."""
     frame = pl.DataFrame(
         {"line": chunk.lines, "sha256": chunk.sha256}, schema={"line": pl.String, "sha256": pl.String}
     ).with_row_index("line_number", chunk.first)
@@ -193,8 +226,10 @@ def _land_chunk(
         outcome = Rejection(problem.reason, problem.detail) if problem else parse_event(line, ctx)
         if isinstance(outcome, Event):
             slow_staged.append(_staged_row(where_row, outcome))
+            if outcome.schema_version != SCHEMA_VERSION:
+                found.upcast[where["source_file"], outcome.schema_version] += 1
         elif isinstance(outcome, Rejection):
-            rejected.append(
+            found.rejected.append(
                 {
                     **where_row,
                     "event_id": outcome.event_id,
@@ -203,7 +238,7 @@ def _land_chunk(
                 }
             )
         else:
-            violations.append(_violation_row(where_row, outcome))
+            found.violations.append(_violation_row(where_row, outcome))
     if slow_staged:
         frame = pl.DataFrame(slow_staged, schema=STAGED_SCHEMA)
         insert_frame(con, "staged_events", frame.select(list(STAGED_SCHEMA)).cast(STAGED_SCHEMA))

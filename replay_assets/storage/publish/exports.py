@@ -21,6 +21,7 @@ TABLES = {
     "raw_receipts": "SELECT * EXCLUDE (payload) FROM raw_receipts ORDER BY load_date, batch_id, line_number",
     "rejected_events": "SELECT * FROM rejected_events ORDER BY load_date, batch_id, line_number",
     "reconciliation": "SELECT * FROM reconciliation ORDER BY load_date, batch_id",
+    "upcast_events": "SELECT * FROM upcast_events ORDER BY load_date, batch_id, source_file, schema_version",
     "partition_status": "SELECT * FROM partition_status ORDER BY asset, partition_key",
 }
 # what the published copy also serves while a writer holds the warehouse

@@ -62,6 +62,8 @@ EVIDENCE_TABLES = (
     "load_dates",
     "load_date_attempts",
     "batch_resolutions",
+    "batch_relandings",
+    "upcast_events",
     "snapshots",
     "partition_status",
     "pointers",
