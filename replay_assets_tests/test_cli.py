@@ -13,6 +13,7 @@ from replay_assets.demo.scenarios import fixture, seed000, seed001
 from replay_assets.entrypoints.cli import main
 from replay_assets.entrypoints.runner import instance_for
 from replay_assets.entrypoints.session import Session
+from replay_assets_tests.core.test_debezium import INVENTORY
 from replay_assets_tests.helpers import settings_for
 
 
@@ -107,6 +108,41 @@ def test_a_schema_blocked_batch_lands_again_once_the_settings_file_declares_its_
     (home / "replay-assets.json").write_text(json.dumps({"upcasters": {"erp": {"2": {"cast": {}}}}}))
     assert main(["status", "--home", str(home)]) == 2
     assert "unknown operation 'cast'" in capsys.readouterr().err
+
+
+def test_land_takes_debezium_files_through_the_declared_mapping_and_keeps_their_evidence(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fixtures = Path(__file__).parent / "fixtures"
+    home.mkdir(parents=True)
+    mappings = {source: {"tables": INVENTORY} for source in ("pg", "mysql")}
+    config = {"business_date_start": "2016-01-01", "debezium": mappings}
+    (home / "replay-assets.json").write_text(json.dumps(config))
+    for source, name in (("pg", "debezium_postgres.jsonl"), ("mysql", "debezium_mysql.jsonl")):
+        land = ["land", str(fixtures / name), "--source", source, "--load-date", "2026-09-21"]
+        assert main([*land, "--adapter", "debezium", "--batch-id", f"DBZ-{source}", "--home", str(home)]) == 0
+        assert "Kafka tombstones" in capsys.readouterr().out
+    assert main(["run", "--home", str(home)]) == 0
+    capsys.readouterr()
+    assert main(["export", "current_orders", "--home", str(home), "--format", "jsonl"]) == 0
+    orders = {r["order_id"]: r for r in map(json.loads, capsys.readouterr().out.splitlines())}
+    assert {k: (r["status"], r["quantity"]) for k, r in orders.items()} == {
+        "10001": ("deleted", None),
+        "10002": ("active", 3),
+        "10003": ("active", 2),
+        "10005": ("deleted", None),
+        "10006": ("active", 4),
+    }
+    assert main(["export", "current_customers", "--home", str(home), "--format", "jsonl"]) == 0
+    names = {r["customer_id"]: r["name"] for r in map(json.loads, capsys.readouterr().out.splitlines())}
+    assert names == {"1001": "Anne Marie", "1002": "George", "1003": "Edward", "1004": "Anne Marie"}
+    with Session(settings_for(home, seed001.NOW), home / "dagster").pipeline.warehouse.connect() as con:
+        kept = con.execute(
+            """SELECT batch_id, count(*), count(line_number), count(reason),
+                   count(DISTINCT json_extract_string(evidence, '$.transaction.id'))
+               FROM source_records GROUP BY 1 ORDER BY 1"""
+        ).fetchall()
+    assert kept == [("DBZ-mysql", 6, 5, 0, 1), ("DBZ-pg", 10, 9, 0, 4)]
 
 
 def test_run_exits_1_and_says_why_when_blocked_then_resolve(

@@ -22,7 +22,7 @@ class Adapter(enum.StrEnum):
     NATIVE = "native"
     SEED000 = "seed000"  # a whole document (batches and their delivery order), not lines
     SEED001 = "seed001"
-    DEBEZIUM = "debezium"
+    DEBEZIUM = "debezium"  # a whole file (snapshot reads are numbered over it): core/debezium.py
 
 
 def adapt_seed000(batches: Sequence[Mapping[str, Any]], delivery: Sequence[str]) -> dict[str, list[str]]:
@@ -146,46 +146,14 @@ def _utc_day(instant: str) -> str:
     return dt.datetime.fromisoformat(instant).astimezone(dt.UTC).date().isoformat()
 
 
-DEBEZIUM_OPS = {"c": "upsert", "u": "upsert", "r": "upsert", "d": "delete"}
-DEBEZIUM_ENTITIES = {
-    "order_line": "order_line",
-    "order_lines": "order_line",
-    "customer": "customer",
-    "customers": "customer",
-}
-DEBEZIUM_KEYS = {"order_line": ("order_id", "line_no"), "customer": ("customer_id",)}
-
-
-def adapt_debezium(envelope: Mapping[str, Any]) -> dict[str, Any]:
-    """Debezium-style envelope -> native event: ``source.lsn`` (or ``source.seq``) is the
-    source_seq and the event id (``<table>-<position>``), ``ts_ms`` the event time, the table
-    name the entity; the key comes from ``after`` (or ``before`` for a delete)."""
-    source = envelope["source"]
-    position = source.get("lsn", source.get("seq"))
-    entity = DEBEZIUM_ENTITIES.get(source.get("table"), source.get("table"))
-    op = DEBEZIUM_OPS.get(envelope["op"], envelope["op"])
-    image = envelope.get("before") if op == "delete" else envelope.get("after")
-    moment = dt.datetime.fromtimestamp(envelope["ts_ms"] / 1000, dt.UTC)
-    return {
-        "event_id": f"{entity}-{position}",
-        "source_seq": position,
-        "schema_version": 1,
-        "entity": entity,
-        "op": op,
-        "key": {k: (image or {}).get(k) for k in DEBEZIUM_KEYS.get(entity, ())},
-        "event_time": moment.isoformat().replace("+00:00", "Z"),
-        "after": envelope.get("after") if op == "upsert" else None,
-    }
-
-
 ADAPTERS: dict[Adapter, Callable[[Mapping[str, Any]], dict[str, Any]]] = {
     Adapter.SEED001: adapt_seed001,
-    Adapter.DEBEZIUM: adapt_debezium,
 }
 
 
 def adapt_lines(adapter: Adapter, lines: Iterable[str]) -> list[str]:
-    """Map each line; a line the adapter cannot read is kept as-is for validation to reject."""
+    """Map each line; a line the adapter cannot read is kept as-is for validation to reject.
+    Line adapters only: seed-000 documents and Debezium files have their own entry points."""
     if adapter is Adapter.NATIVE:
         return list(lines)
     mapping = ADAPTERS[adapter]

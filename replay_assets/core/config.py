@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from replay_assets.core import strict_json
+from replay_assets.core.debezium import SourceMapping, parse_mappings
 from replay_assets.core.manifest import Limits, parse_instant
 from replay_assets.core.names import BadName, NameKind, check_name
 from replay_assets.core.retention import DEFAULT_RETENTION_LOAD_DATES
@@ -33,6 +34,7 @@ CONFIG_KEYS = frozenset(
         "lock_timeout_seconds",
         "retention_load_dates",
         "upcasters",
+        "debezium",
     }
 )
 
@@ -87,6 +89,7 @@ class Settings:
     sensor_interval_seconds: int = 30  # how often the daemon evaluates each sensor
     retention_load_dates: int = DEFAULT_RETENTION_LOAD_DATES  # the replay horizon (core/retention.py)
     upcasters: Mapping[str, Mapping[int, Upcaster]] = field(default_factory=dict)  # core/upcast.py
+    debezium: Mapping[str, SourceMapping] = field(default_factory=dict)  # source -> core/debezium.py
 
     @property
     def landing(self) -> Path:
@@ -197,6 +200,7 @@ def _settings(env: Mapping[str, str], root: Path, cfg: dict[str, Any]) -> Settin
         lock_timeout_seconds=_number(cfg.get("lock_timeout_seconds", 60.0), "lock_timeout_seconds", float),
         retention_load_dates=_retention(retention),
         upcasters=parse_upcasters(cfg.get("upcasters", {})),
+        debezium=parse_mappings(cfg.get("debezium", {})),
     )
 
 

@@ -25,6 +25,7 @@ MANIFEST_FIELDS = frozenset(
         "source_seq_high",
         "files",
         "supersedes",
+        "source_records",
     }
 )
 REQUIRED_FIELDS = ("source", "batch_id", "load_date", "ready_at", "schema_version", "files")
@@ -61,6 +62,13 @@ class Manifest:
     files: tuple[ManifestFile, ...]
     supersedes: tuple[str, ...]
     sha256: str  # of the canonical manifest content: the delivery's identity
+    # the records an adapter read, as delivered, with what it made of each (``land --adapter
+    # debezium``): evidence landed beside the events, never parsed as events
+    source_records: ManifestFile | None = None
+
+    @property
+    def all_files(self) -> tuple[ManifestFile, ...]:
+        return (*self.files, self.source_records) if self.source_records else self.files
 
 
 class ManifestError(ValueError):
@@ -132,6 +140,9 @@ def _build(obj: dict[str, Any], limits: Limits) -> Manifest:
         raise ManifestError("source_seq_low is above source_seq_high")
     schema_version = _int(obj, "schema_version")
     assert schema_version is not None
+    records = _parse_file(obj["source_records"]) if "source_records" in obj else None
+    if records is not None and records.path in {f.path for f in parsed}:
+        raise ManifestError("'source_records' names a file of 'files'")
     return Manifest(
         obj["source"],
         obj["batch_id"],
@@ -143,6 +154,7 @@ def _build(obj: dict[str, Any], limits: Limits) -> Manifest:
         files=parsed,
         supersedes=tuple(supersedes),
         sha256=sha256_text(canonical_json(obj)),
+        source_records=records,
     )
 
 
@@ -179,7 +191,7 @@ def cheap_readiness(
     """None when the delivery looks ready (sensor-grade check); else the reason, naming the file."""
     if manifest.ready_at > now:
         return f"ready_at {manifest.ready_at.isoformat()} is in the future"
-    for f in manifest.files:
+    for f in manifest.all_files:
         facts = files.get(f.path)
         if facts is None or not facts.present:
             return f"file {f.path} is missing"

@@ -7,6 +7,7 @@ from pathlib import Path
 import dagster as dg
 
 from replay_assets.core.config import Settings, slo_policy
+from replay_assets.core.debezium import parse_mappings
 from replay_assets.core.manifest import Limits, parse_instant
 from replay_assets.core.retention import DEFAULT_RETENTION_LOAD_DATES
 from replay_assets.core.upcast import parse_upcasters
@@ -35,6 +36,7 @@ class ReplayResource(dg.ConfigurableResource):  # type: ignore[type-arg]
     sensor_interval_seconds: int = 30
     retention_load_dates: int = DEFAULT_RETENTION_LOAD_DATES
     upcasters_json: str = "{}"
+    debezium_json: str = "{}"
 
     @classmethod
     def for_settings(cls, s: Settings) -> "ReplayResource":
@@ -56,6 +58,7 @@ class ReplayResource(dg.ConfigurableResource):  # type: ignore[type-arg]
             upcasters_json=json.dumps(
                 {src: {str(v): u.declaration() for v, u in by.items()} for src, by in s.upcasters.items()}
             ),
+            debezium_json=json.dumps({src: m.declaration() for src, m in s.debezium.items()}),
         )
 
     def settings(self) -> Settings:
@@ -75,6 +78,7 @@ class ReplayResource(dg.ConfigurableResource):  # type: ignore[type-arg]
             sensor_interval_seconds=self.sensor_interval_seconds,
             retention_load_dates=self.retention_load_dates,
             upcasters=parse_upcasters(json.loads(self.upcasters_json)),
+            debezium=parse_mappings(json.loads(self.debezium_json)),
         )
 
     def pipeline(self) -> Pipeline:

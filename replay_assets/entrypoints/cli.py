@@ -24,7 +24,7 @@ from replay_assets.core.plan import refuse_partial_backfill
 from replay_assets.core.status import DateStatus
 from replay_assets.entrypoints.arguments import DAY, instant, name_of
 from replay_assets.entrypoints.environment import settings_from_environment
-from replay_assets.entrypoints.land_input import adapted, read_input
+from replay_assets.entrypoints.land_input import adapted, read_input, unmapped_report
 from replay_assets.entrypoints.progress import progress
 from replay_assets.entrypoints.report import print_reading, print_retention, print_table, status_row
 from replay_assets.storage.landing.deliveries import create_delivery
@@ -115,15 +115,17 @@ def cmd_land(args: argparse.Namespace) -> int:
     data = read_input(Path(args.file))
     ready_at = args.ready_at or f"{args.load_date}T00:00:00Z"
     origin = canonical_json([args.source, args.load_date])
+    lines: list[str]
+    records: list[str]
     if args.file.endswith(".parquet"):
         batch_id = args.batch_id or f"B{sha256_text(origin + data.hex())[:24]}"
-        lines, parquet = [], data
+        lines, records, parquet = [], [], data
     else:
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as bad:
             raise ReplayError(ErrorCode.USAGE, f"{args.file} is not UTF-8 text (byte {bad.start})") from None
-        lines, parquet = adapted(args, text), None
+        (lines, records), parquet = adapted(args, text, settings), None
         batch_id = args.batch_id or f"B{sha256_text(origin + chr(10).join(lines))[:24]}"
     path, written = create_delivery(
         settings.landing,
@@ -133,8 +135,11 @@ def cmd_land(args: argparse.Namespace) -> int:
         lines=lines,
         ready_at=ready_at,
         parquet=parquet,
+        source_records=records,
     )
     print(f"{'landed' if written else 'already landed (identical delivery)'} batch {batch_id}: {path}")
+    for line in unmapped_report(records):
+        print(line)
     return 0
 
 

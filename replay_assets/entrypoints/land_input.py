@@ -7,17 +7,25 @@ import argparse
 import json
 from pathlib import Path
 
+from replay_assets.core import debezium
 from replay_assets.core.adapters import Adapter, adapt_lines, seed000_batch
+from replay_assets.core.config import Settings
 from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.events import jsonl_lines
 
 
-def adapted(args: argparse.Namespace, text: str) -> list[str]:
-    """The delivery's native lines: JSONL through a line adapter, or one batch of a seed-000
-    document (``--batch-id`` names it; its records are numbered over the document's order)."""
+def adapted(args: argparse.Namespace, text: str, settings: Settings) -> tuple[list[str], list[str]]:
+    """The delivery's native lines and, for an adapter that keeps them, its source records:
+    JSONL through a line adapter, a Debezium file through the source's declared mapping (the
+    default maps tables order_line(s) and customer(s) by their own column names), or one batch
+    of a seed-000 document (``--batch-id`` names it; its records are numbered over the
+    document's order)."""
     adapter = Adapter(args.adapter)
+    if adapter is Adapter.DEBEZIUM:
+        mapping = settings.debezium.get(args.source, debezium.DEFAULT_MAPPING)
+        return debezium.adapt_file(jsonl_lines(text), mapping)
     if adapter is not Adapter.SEED000:
-        return adapt_lines(adapter, jsonl_lines(text))
+        return adapt_lines(adapter, jsonl_lines(text)), []
     if not args.batch_id:
         raise ReplayError(ErrorCode.USAGE, f"{args.file}: --adapter seed000 needs --batch-id (a batch of it)")
     try:
@@ -27,7 +35,7 @@ def adapted(args: argparse.Namespace, text: str) -> list[str]:
             ErrorCode.USAGE, f"{args.file}: not a seed-000 document (not one JSON value: {bad})"
         ) from None
     try:
-        return seed000_batch(document, args.batch_id)
+        return seed000_batch(document, args.batch_id), []
     except ValueError as bad:
         raise ReplayError(ErrorCode.USAGE, f"{args.file}: {bad}") from None
 
@@ -39,3 +47,21 @@ def read_input(path: Path) -> bytes:
         return path.read_bytes()
     except OSError as error:
         raise ReplayError(ErrorCode.USAGE, f"{path} cannot be read ({error.strerror})") from None
+
+
+def unmapped_report(records: list[str]) -> list[str]:
+    """What the adapter could not map (landed as delivered, for validation to reject) and the
+    Kafka tombstones it skipped, in a line or two; the source records keep every detail."""
+    found = [json.loads(r) for r in records]
+    failed = [r for r in found if r["reason"]]
+    tombstones = sum(1 for r in found if r["line"] is None)
+    out = []
+    if failed:
+        first = failed[0]
+        out.append(
+            f"{len(failed)} of {len(found)} records could not be mapped and will be rejected "
+            f"(first: record {first['record']}: {first['reason']})"
+        )
+    if tombstones:
+        out.append(f"{tombstones} Kafka tombstones (null values after deletes) carry no change: no event")
+    return out

@@ -67,10 +67,16 @@ def _land_batch(
     manifest = seen.manifest
     assert manifest is not None
     files = landing_area.delivery_files(seen.path.parent, manifest)
+    records = landing_area.records_file(seen.path.parent, manifest)
     try:
         with measure() as cost:
             batch = land_batch(
-                con, manifest, files=files, ctx=validation_context(pipeline, manifest), now=pipeline.now()
+                con,
+                manifest,
+                files=files,
+                ctx=validation_context(pipeline, manifest),
+                now=pipeline.now(),
+                records=records,
             )
     except landing_area.DeliveryMismatch as mismatch:
         raise landing_area.DeliveryMismatch(f"batch {manifest.batch_id}: {mismatch}") from mismatch

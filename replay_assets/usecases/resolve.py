@@ -26,6 +26,7 @@ LANDED_TABLES = (
     "rejected_events",
     "batch_violations",
     "upcast_events",
+    "source_records",
     "landed_files",
     "reconciliation",
     "manifests",

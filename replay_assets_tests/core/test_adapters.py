@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 from replay_assets.core.adapters import (
     SEED000_EVENT_TIME,
     Adapter,
-    adapt_debezium,
     adapt_lines,
     adapt_seed000,
     adapt_seed001,
@@ -286,80 +285,6 @@ ORDER_IMAGE = {
 TS_MS = 1758441600000  # 2025-09-21T08:00:00Z
 
 
-def envelope(op: str, before: Any, after: Any, **source: Any) -> dict[str, Any]:
-    return {
-        "before": before,
-        "after": after,
-        "op": op,
-        "source": source or {"lsn": 42, "table": "order_lines"},
-        "ts_ms": TS_MS,
-        "transaction": {"id": "tx1"},
-    }
-
-
-@pytest.mark.parametrize("op", ["c", "u", "r"])
-def test_debezium_create_update_read_are_upserts(op: str) -> None:
-    before = None if op in {"c", "r"} else {**ORDER_IMAGE, "amount_minor": 90}
-    out = adapt_debezium(envelope(op, before, ORDER_IMAGE))
-    assert out == {
-        "event_id": "order_line-42",
-        "source_seq": 42,
-        "schema_version": 1,
-        "entity": "order_line",
-        "op": "upsert",
-        "key": {"order_id": "O7", "line_no": 2},
-        "event_time": "2025-09-21T08:00:00Z",
-        "after": ORDER_IMAGE,
-    }
-    event = parse_event(canonical_json(out), WIDE)
-    assert isinstance(event, Event)
-    assert event.version == 42
-    assert event.image == ORDER_IMAGE
-
-
-def test_debezium_delete_takes_the_key_from_before() -> None:
-    out = adapt_debezium(envelope("d", ORDER_IMAGE, None))
-    assert out["op"] == "delete"
-    assert out["after"] is None
-    assert out["key"] == {"order_id": "O7", "line_no": 2}
-    event = parse_event(canonical_json(out), WIDE)
-    assert isinstance(event, Event)
-    assert event.op is Op.DELETE
-    assert event.image is None
-
-
-def test_debezium_customer_with_seq_position_and_millis() -> None:
-    image = {"customer_id": "C9", "name": "Nina", "segment": "Retail"}
-    env = envelope("u", None, image, seq=7, table="customers")
-    env["ts_ms"] = TS_MS + 123
-    out = adapt_debezium(env)
-    assert out["entity"] == "customer"
-    assert out["source_seq"] == 7
-    assert out["event_id"] == "customer-7"
-    assert out["key"] == {"customer_id": "C9"}
-    event = parse_event(canonical_json(out), WIDE)
-    assert isinstance(event, Event)
-    assert dt.datetime.fromisoformat(event.event_time) == dt.datetime(
-        2025, 9, 21, 8, 0, 0, 123000, tzinfo=dt.UTC
-    )
-
-
-def test_debezium_lsn_wins_over_seq() -> None:
-    out = adapt_debezium(envelope("c", None, ORDER_IMAGE, lsn=5, seq=9, table="order_line"))
-    assert out["source_seq"] == 5
-
-
-def test_debezium_unknown_table_is_rejected_by_validation() -> None:
-    out = adapt_debezium(envelope("c", None, ORDER_IMAGE, lsn=5, table="invoices"))
-    assert not isinstance(parse_event(canonical_json(out), WIDE), Event)
-
-
-def test_adapt_lines_debezium() -> None:
-    lines = [json.dumps(envelope("c", None, ORDER_IMAGE)), json.dumps(envelope("d", ORDER_IMAGE, None))]
-    out = adapt_lines(Adapter.DEBEZIUM, lines)
-    assert [json.loads(line)["op"] for line in out] == ["upsert", "delete"]
-
-
 # ---- adapt_lines ----------------------------------------------------------------------------
 
 UNREADABLE = [
@@ -379,18 +304,13 @@ def test_adapt_lines_passes_an_unreadable_line_through(line: str) -> None:
     assert adapt_lines(Adapter.SEED001, ["{bad", line, "{bad"]) == ["{bad", line, "{bad"]
 
 
-@pytest.mark.parametrize("line", ["{not json", "[]", '{"op": "c"}', '{"source": 3, "op": "c", "ts_ms": 1}'])
-def test_adapt_lines_debezium_passes_an_unreadable_line_through(line: str) -> None:
-    assert adapt_lines(Adapter.DEBEZIUM, [line]) == [line]
-
-
 def test_adapt_lines_native_is_identity() -> None:
     lines = ["{not json", '{"a": 1}', ""]
     assert adapt_lines(Adapter.NATIVE, iter(lines)) == lines
 
 
 @settings(max_examples=80, deadline=None, database=None)
-@given(st.lists(st.text(max_size=80), max_size=5), st.sampled_from([Adapter.SEED001, Adapter.DEBEZIUM]))
+@given(st.lists(st.text(max_size=80), max_size=5), st.sampled_from([Adapter.SEED001, Adapter.NATIVE]))
 def test_adapt_lines_keeps_one_line_per_line(lines: list[str], adapter: Adapter) -> None:
     out = adapt_lines(adapter, lines)
     assert len(out) == len(lines)
@@ -404,9 +324,3 @@ def test_adapt_lines_keeps_one_line_per_line(lines: list[str], adapter: Adapter)
 def test_adapt_lines_keeps_a_deeply_nested_line() -> None:
     line = "[" * 100_000 + "]" * 100_000
     assert adapt_lines(Adapter.SEED001, [line]) == [line]
-
-
-@pytest.mark.parametrize("ts", ["1e30", "Infinity"])
-def test_adapt_lines_keeps_a_debezium_line_with_an_impossible_timestamp(ts: str) -> None:
-    line = '{"source": {"lsn": 1, "table": "customers"}, "op": "c", "ts_ms": ' + ts + ', "after": {}}'
-    assert adapt_lines(Adapter.DEBEZIUM, [line]) == [line]

@@ -7,6 +7,7 @@ import dagster as dg
 import pytest
 
 from replay_assets.core.config import Settings, SloPolicy
+from replay_assets.core.debezium import parse_mappings
 from replay_assets.core.errors import ErrorCode
 from replay_assets.core.manifest import Limits
 from replay_assets.core.upcast import parse_upcasters
@@ -172,6 +173,7 @@ def test_every_setting_reaches_the_pipeline_of_the_resource(tmp_path: Path) -> N
         sensor_interval_seconds=7,
         retention_load_dates=9,
         upcasters=parse_upcasters({"erp": {"2": {"rename": {"after.amount_cents": "after.amount_minor"}}}}),
+        debezium=parse_mappings({"erp": {"tables": {"public.orders": {"entity": "order_line"}}}}),
     )
     at_default = [
         f.name

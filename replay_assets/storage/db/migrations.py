@@ -235,6 +235,12 @@ _V9 = [
         batch_id VARCHAR NOT NULL, load_date VARCHAR NOT NULL, manifest_sha256 VARCHAR NOT NULL,
         violations BIGINT NOT NULL, rejected BIGINT NOT NULL, note VARCHAR NOT NULL,
         operator VARCHAR NOT NULL, relanded_at TIMESTAMPTZ NOT NULL)""",
+    # what an adapter read (``land --adapter debezium``): each record as delivered, the native line
+    # it became (or why none), and the evidence the native event cannot carry (position, transaction)
+    """CREATE TABLE source_records (
+        batch_id VARCHAR NOT NULL, load_date VARCHAR NOT NULL, records_file VARCHAR NOT NULL,
+        record_number BIGINT NOT NULL, source_file VARCHAR, line_number BIGINT, adapter VARCHAR NOT NULL,
+        reason VARCHAR, evidence VARCHAR NOT NULL, envelope VARCHAR NOT NULL)""",
     # attempts in the order written: two at one instant (an injected clock) keep their order
     "CREATE SEQUENCE attempt_seq",
     "ALTER TABLE load_date_attempts ADD COLUMN seq BIGINT DEFAULT nextval('attempt_seq')",

@@ -114,7 +114,7 @@ def _check_place(path: Path, manifest: Manifest) -> None:
 
 def file_facts(folder: Path, manifest: Manifest) -> dict[str, FileFacts]:
     facts = {}
-    for f in manifest.files:
+    for f in manifest.all_files:
         try:
             found = regular_stat(folder / f.path)
         except NotRegularFile as odd:
@@ -248,6 +248,12 @@ def _read_all(fh: BinaryIO, digest: Any) -> bytes:
 
 def delivery_files(folder: Path, manifest: Manifest) -> list[DeliveryFile]:
     return [DeliveryFile(declared, folder / declared.path) for declared in manifest.files]
+
+
+def records_file(folder: Path, manifest: Manifest) -> DeliveryFile | None:
+    """The delivery's source records file (evidence of what an adapter read), if it has one."""
+    declared = manifest.source_records
+    return DeliveryFile(declared, folder / declared.path) if declared else None
 
 
 def parquet_lines(data: bytes) -> list[str]:

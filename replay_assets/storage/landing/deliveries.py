@@ -56,6 +56,7 @@ def create_delivery(
     lines: Sequence[str],
     ready_at: str,
     parquet: bytes | None = None,
+    source_records: Sequence[str] = (),
 ) -> tuple[Path, bool]:
     """``replay-assets land``: names validated before anything is touched; never replaces a
     file. A batch id is unique across sources and load dates: one already used elsewhere, or
@@ -76,6 +77,7 @@ def create_delivery(
         seq_range=None,
         supersedes=(),
         parquet=parquet,
+        source_records=source_records,
     )
     folder = landing / source / load_date
     manifest = folder / content[-1][0]
@@ -111,6 +113,7 @@ def _delivery(
     seq_range: tuple[int, int] | None,
     supersedes: Sequence[str],
     parquet: bytes | None,
+    source_records: Sequence[str] = (),
 ) -> list[tuple[str, bytes]]:
     """The files of one delivery, as (name, content), the manifest last."""
     if parquet is not None:
@@ -142,6 +145,16 @@ def _delivery(
         manifest["source_seq_low"], manifest["source_seq_high"] = seq_range
     if supersedes:
         manifest["supersedes"] = list(supersedes)
+    if source_records:
+        records = "".join(f"{line}\n" for line in source_records).encode("utf-8")
+        name = f"{batch_id}.source.jsonl"
+        content.append((name, records))
+        manifest["source_records"] = {
+            "path": name,
+            "sha256": hashlib.sha256(records).hexdigest(),
+            "events": len(source_records),
+            "bytes": len(records),
+        }
     content.append((f"{batch_id}{MANIFEST_SUFFIX}", canonical_json(manifest).encode("utf-8")))
     return content
 

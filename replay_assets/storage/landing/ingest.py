@@ -31,7 +31,7 @@ from replay_assets.core.events import (
 from replay_assets.core.manifest import Manifest
 from replay_assets.storage.db.warehouse import one
 from replay_assets.storage.landing import validation
-from replay_assets.storage.landing.area import DeliveryFile
+from replay_assets.storage.landing.area import DeliveryFile, DeliveryMismatch
 from replay_assets.storage.landing.read_ahead import Chunk, hashed_chunks
 
 STAGED_IMAGE = (*ORDER_IMAGE, *(c for c in CUSTOMER_IMAGE if c not in ORDER_IMAGE))
@@ -67,6 +67,22 @@ STAGED_SCHEMA = pl.Schema(
 )
 
 
+SOURCE_RECORDS_SCHEMA = pl.Schema(
+    {
+        "batch_id": pl.String,
+        "load_date": pl.String,
+        "records_file": pl.String,
+        "record_number": pl.Int64,
+        "source_file": pl.String,
+        "line_number": pl.Int64,
+        "adapter": pl.String,
+        "reason": pl.String,
+        "evidence": pl.String,
+        "envelope": pl.String,
+    }
+)
+
+
 @dataclass(frozen=True)
 class Landed:
     batch_id: str
@@ -88,6 +104,7 @@ def land_batch(
     files: Sequence[DeliveryFile],
     ctx: ValidationContext,
     now: dt.datetime,
+    records: DeliveryFile | None = None,
 ) -> Landed:
     """Idempotent: the same manifest again is a no-op; the same batch_id with other content
     fails closed with REPLAY_BATCH_ID_REUSED and lands nothing."""
@@ -117,6 +134,8 @@ def land_batch(
         for chunk in hashed_chunks(f.chunks(line_bytes=ctx.max_line_bytes)):
             events += _land_chunk(con, where, chunk=chunk, ctx=ctx, now=now, found=found)
     _insert_manifest(con, manifest, files=files, events=events, now=now)
+    if records is not None:
+        _land_records(con, manifest, records)
     if found.rejected:
         insert_frame(con, "rejected_events", pl.DataFrame(found.rejected).drop("source"))
     if found.violations:
@@ -141,6 +160,43 @@ class _Found:
     rejected: list[dict[str, Any]] = field(default_factory=list)
     violations: list[dict[str, Any]] = field(default_factory=list)
     upcast: Counter[tuple[str, int]] = field(default_factory=Counter)
+
+
+SOURCE_RECORD_FIELDS = ("record", "line", "adapter", "reason", "evidence", "envelope")
+
+
+def _land_records(con: duckdb.DuckDBPyConnection, manifest: Manifest, records: DeliveryFile) -> None:
+    """The adapter's source records (one JSON object a line: the record's number in the file it
+    read, the native line it became or null, the adapter, why it could not be mapped, its
+    evidence, the record as delivered), verified against the manifest like a data file."""
+    data_file = manifest.files[0].path if manifest.files else None
+    for first, lines, problems in records.chunks():
+        rows = []
+        for number, line in enumerate(lines, first):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line) if number not in problems else None
+            except ValueError:
+                obj = None
+            if not isinstance(obj, dict) or set(obj) != set(SOURCE_RECORD_FIELDS):
+                raise DeliveryMismatch(f"file {records.name} line {number} is not a source record")
+            rows.append(
+                {
+                    "batch_id": manifest.batch_id,
+                    "load_date": manifest.load_date,
+                    "records_file": records.name,
+                    "record_number": obj["record"],
+                    "source_file": data_file if obj["line"] is not None else None,
+                    "line_number": obj["line"],
+                    "adapter": obj["adapter"],
+                    "reason": obj["reason"],
+                    "evidence": canonical_json(obj["evidence"]),
+                    "envelope": obj["envelope"],
+                }
+            )
+        if rows:
+            insert_frame(con, "source_records", pl.DataFrame(rows, schema=SOURCE_RECORDS_SCHEMA))
 
 
 def _record_upcasts(

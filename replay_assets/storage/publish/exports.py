@@ -21,6 +21,8 @@ TABLES = {
     "raw_receipts": "SELECT * EXCLUDE (payload) FROM raw_receipts ORDER BY load_date, batch_id, line_number",
     "rejected_events": "SELECT * FROM rejected_events ORDER BY load_date, batch_id, line_number",
     "reconciliation": "SELECT * FROM reconciliation ORDER BY load_date, batch_id",
+    "source_records": "SELECT * EXCLUDE (envelope) FROM source_records "
+    "ORDER BY load_date, batch_id, record_number",
     "upcast_events": "SELECT * FROM upcast_events ORDER BY load_date, batch_id, source_file, schema_version",
     "partition_status": "SELECT * FROM partition_status ORDER BY asset, partition_key",
 }

@@ -63,6 +63,8 @@ def prune_load_date(
             params,
         )
     removed["history_rows"] = history
+    # an adapter's source records go with the raw receipts they became (not counted apart)
+    con.execute("DELETE FROM source_records WHERE load_date = $day", params)
     latest.drop_changes(con, day)
     con.execute(
         "INSERT INTO pruned_load_dates (load_date, operation_id, retention_load_dates, raw_receipts, "
