@@ -1,5 +1,11 @@
 """Service levels of a certified partition (SPEC 7) — pure arithmetic over recorded instants.
 
+For a load date of ``current_orders``: its first certification. For a business date of
+``daily_aggregates``: the certification of the aggregates after the newest load date that fed it
+(a load date feeds the business dates whose groups it queued), over the manifests of every load
+date that fed it; duration counts from the start of the run that applied that newest load date,
+availability from its expected time.
+
 freshness    = certified_at - ready_at of the newest contributing manifest (time blocked upstream
                after the source said it was ready counts against it);
 completeness = share of the events the manifests declared that were applied (a batch skipped by
@@ -38,6 +44,21 @@ class Slo:
         return {**asdict(self), "all_met": self.all_met}
 
 
+@dataclass(frozen=True)
+class PartitionSlo:
+    """The service levels of one partition of an asset, and the load date they are measured on
+    (the partition itself for ``current_orders``; the newest that fed it for ``daily_aggregates``)."""
+
+    asset: str
+    partition_key: str
+    load_date: str
+    slo: Slo
+
+    def to_record(self) -> dict[str, object]:
+        where = {"asset": self.asset, "partition_key": self.partition_key, "load_date": self.load_date}
+        return where | self.slo.to_record()
+
+
 def _minutes(later: dt.datetime, earlier: dt.datetime) -> float:
     return round((later - earlier).total_seconds() / 60, 2)
 
@@ -69,3 +90,6 @@ def evaluate(
         duration_met=None if duration is None else duration <= policy.duration_minutes,
         availability_met=availability <= policy.availability_minutes,
     )
+
+
+Slos = dict[tuple[str, str], PartitionSlo]  # (asset, partition) -> its service levels

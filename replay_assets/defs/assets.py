@@ -60,7 +60,14 @@ def _costs(pipeline: Pipeline, context: dg.AssetExecutionContext, step: str) -> 
 
 def _check_specs(asset: str) -> list[dg.AssetCheckSpec]:
     """The publish gate as blocking checks: evaluated inside the building step (not after)."""
-    return [dg.AssetCheckSpec(c.value, asset=asset, blocking=True, description=GATE_TEXT[c]) for c in Check]
+    gate = [dg.AssetCheckSpec(c.value, asset=asset, blocking=True, description=GATE_TEXT[c]) for c in Check]
+    levels = dg.AssetCheckSpec(
+        evidence.SERVICE_LEVELS_CHECK,
+        asset=asset,
+        description="The partition's service levels against the policy (SPEC 7): freshness, "
+        "completeness, duration, availability. A warning, never a gate.",
+    )
+    return [*gate, levels]
 
 
 GATE_TEXT = {
@@ -142,10 +149,11 @@ def build_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         slo = Operations(pipeline).slo(context.partition_key)
         meta = evidence.state(result, slo, pipeline.settings.slo, _costs(pipeline, context, "apply"))
         checks = [(context.partition_key, o) for o in result.checks]
+        levels = evidence.slo_checks("current_orders", {context.partition_key: slo}, pipeline.settings.slo)
         yield dg.MaterializeResult(
             asset_key="current_orders",
             metadata=meta,
-            check_results=evidence.check_results("current_orders", checks),
+            check_results=[*evidence.check_results("current_orders", checks), *levels],
         )
         yield dg.MaterializeResult(asset_key="current_customers", metadata={"outcome": result.status.value})
 
@@ -165,12 +173,16 @@ def build_assets(settings: Settings) -> list[dg.AssetsDefinition]:
         keys = list(context.partition_keys)
         with _attempt(context, pipeline, "daily_aggregates", f"{keys[0]}..{keys[-1]}"):
             published = publish(pipeline, keys, context.run.run_id)
-        totals = Operations(pipeline).daily_totals(keys[0], keys[-1])
+        ops = Operations(pipeline)
+        totals = ops.daily_totals(keys[0], keys[-1])
+        slos = ops.daily_slos([p.business_date for p in published])
+        costs = _costs(pipeline, context, "publish")
+        gate = evidence.check_results(
+            "daily_aggregates", [(p.business_date, o) for p in published for o in p.checks]
+        )
         return dg.MaterializeResult(
-            metadata=evidence.aggregates(published, totals, _costs(pipeline, context, "publish")),
-            check_results=evidence.check_results(
-                "daily_aggregates", [(p.business_date, o) for p in published for o in p.checks]
-            ),
+            metadata=evidence.aggregates(published, totals, costs, slos),
+            check_results=[*gate, *evidence.slo_checks("daily_aggregates", slos, pipeline.settings.slo)],
         )
 
     return [raw_receipts, current_state, daily_aggregates]

@@ -17,6 +17,7 @@ from replay_assets.storage.publish.aggregates import Published
 from replay_assets.storage.publish.reverify import Verdict
 
 BAR_WIDTH = 24
+SLO_ROWS = 31
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
@@ -80,6 +81,73 @@ def service_levels(slo: Slo, policy: SloPolicy) -> dg.MetadataValue:
     return dg.MetadataValue.md(_table(("service level", "measured", "target", ""), rows))
 
 
+SERVICE_LEVELS_CHECK = "service_levels_met"
+
+
+def slo_checks(asset: str, found: Mapping[str, Slo | None], policy: SloPolicy) -> list[dg.AssetCheckResult]:
+    """The certification report's service-level line: a warning, never a gate (the data is
+    certified either way). Passes when every certified partition of the step met every target;
+    none when nothing was certified (a failed candidate has no service levels: the gate says why,
+    and the check shows as skipped)."""
+    found = {key: slo for key, slo in found.items() if slo is not None}
+    return [_slo_check(asset, found, policy)] if found else []
+
+
+def _slo_check(asset: str, found: Mapping[str, Slo | None], policy: SloPolicy) -> dg.AssetCheckResult:
+    missed = sorted(key for key, slo in found.items() if slo is None or not slo.all_met)
+    meta: dict[str, Any] = {"partitions": len(found), "missed": ", ".join(missed[:10]) or "none"}
+    if len(found) == 1:
+        ((key, slo),) = found.items()
+        meta |= {"partition": key}
+        if slo is not None:
+            meta |= {"service_levels": service_levels(slo, policy)}
+    else:
+        meta |= {"service_levels": daily_service_levels(found)}
+    return dg.AssetCheckResult(
+        asset_key=asset,
+        check_name=SERVICE_LEVELS_CHECK,
+        passed=not missed,
+        severity=dg.AssetCheckSeverity.WARN,
+        description=(
+            "every service level met"
+            if not missed
+            else f"service levels missed (or not measurable) for {', '.join(missed[:3])}"
+        ),
+        metadata=meta,
+    )
+
+
+def daily_service_levels(found: Mapping[str, Slo | None]) -> dg.MetadataValue:
+    """One row per business date: its four service levels and whether all were met."""
+
+    def cell(value: float | None, unit: str) -> str:
+        return "-" if value is None else f"{value:g} {unit}"
+
+    rows = [
+        (
+            key,
+            cell(s.freshness_minutes, "min"),
+            cell(s.completeness_pct, "%"),
+            cell(s.duration_minutes, "min"),
+            cell(s.availability_minutes, "min"),
+            "met" if s.all_met else "**MISSED**",
+        )
+        if s is not None
+        else (key, "-", "-", "-", "-", "not certified")
+        for key, s in sorted(
+            found.items(), key=lambda item: (item[1] is not None and item[1].all_met, item[0])
+        )
+    ]
+    if len(rows) > SLO_ROWS:  # the missed ones first; a long backfill keeps the table readable
+        rows = [*rows[:SLO_ROWS], (f"({len(rows) - SLO_ROWS} more)", "", "", "", "", "")]
+    header = ("business date", "freshness", "completeness", "duration", "availability", "")
+    return dg.MetadataValue.md(_table(header, rows))
+
+
+def _missed_first(item: tuple[str, Slo | None]) -> tuple[bool, str]:
+    return (item[1] is not None and item[1].all_met, item[0])
+
+
 def daily_totals_chart(totals: Sequence[Mapping[str, Any]]) -> dg.MetadataValue:
     """One row per business date: orders, amount, gross profit and a bar of the amount."""
     peak = max((int(t["amount_minor"]) for t in totals), default=0) or 1
@@ -134,11 +202,15 @@ def state(
 
 
 def aggregates(
-    published: Sequence[Published], totals: Sequence[Mapping[str, Any]], costs: Mapping[str, float]
+    published: Sequence[Published],
+    totals: Sequence[Mapping[str, Any]],
+    costs: Mapping[str, float],
+    slos: Mapping[str, Slo | None],
 ) -> dict[str, Any]:
     failed = [p.business_date for p in published if not p.certified]
     return {
         "daily_totals": daily_totals_chart(totals),
+        "service_levels": daily_service_levels(slos),
         "dagster/row_count": sum(p.rows for p in published),
         "business_dates": len(published),
         "new_versions": sum(p.version is not None for p in published),

@@ -89,6 +89,11 @@ def seed003_demo(home: Path, out: Print) -> dict[str, Any]:
     )[0]
     ops = Operations(s.pipeline)
     slo = ops.slo(seed003.CURRENT_DATE)
+    fed = s.query(
+        "SELECT DISTINCT business_date FROM restatement_queue WHERE load_date = ? ORDER BY 1",
+        [seed003.CURRENT_DATE],
+    )
+    daily = {str(r["business_date"]): ops.daily_slo(str(r["business_date"])) for r in fed}
     retried = {
         "runs_ok": [ok for _, _, ok, _ in summary.runs],
         "dagster_trace": step_trace(s.instance, apply_run.run_id, "current_state"),
@@ -99,6 +104,7 @@ def seed003_demo(home: Path, out: Print) -> dict[str, Any]:
         ),
         "controls": controls(snapshot(s, seed003.CURRENT_DATE)),
         "slo": slo.to_record() if slo else None,
+        "daily_slos": {day: found.to_record() if found else None for day, found in daily.items()},
     }
     s.close()
 
@@ -165,6 +171,13 @@ def _publication(s: Session, key: str) -> list[dict[str, Any]]:
     )
 
 
+def _slo_figures(slo: dict[str, Any]) -> str:
+    figures = [
+        slo[k] for k in ("freshness_minutes", "completeness_pct", "duration_minutes", "availability_minutes")
+    ]
+    return f"freshness/completeness/duration/availability {figures} {'met' if slo['all_met'] else 'MISSED'}"
+
+
 def _print(out: Print, f: dict[str, Any]) -> None:
     b, r, su, rep, rp = f["blocked"], f["retried"], f["suspect"], f["repair"], f["replay"]
     out("seed 003 — a failed daily load, handled by the runbook")
@@ -173,6 +186,9 @@ def _print(out: Print, f: dict[str, Any]) -> None:
     out(f"        attempts recorded: {[(a[2], a[3], a[4]) for a in r['attempts']]}")
     out(f"        controls as of 2026-09-21: {r['controls']}")
     out(f"        SLOs: {json.dumps(r['slo'], sort_keys=True)}")
+    for day, found in r["daily_slos"].items():
+        figures = "-" if found is None else _slo_figures(found)
+        out(f"        daily_aggregates {day} (fed by 2026-09-21) SLOs: {figures}")
     out(f"  08:45 re-verification: checks passed {su['checks_passed']}")
     out(f"        2026-09-20 {su['status'].get('status')}: {su['status'].get('reason')}")
     out(

@@ -269,7 +269,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         problem_rows = [
             {"load_date": p.load_date, "status": p.status.value, "reason": p.reason} for p in problems
         ]
-        slo_rows = [{"load_date": k, **v.to_record()} for k, v in slos.items()]
+        slo_rows = [found.to_record() for found in slos.values()]
         document = {
             **report,
             "unreadable_manifests": decision.unreadable,

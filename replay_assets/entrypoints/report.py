@@ -3,7 +3,7 @@ service levels, and where a read came from while a writer holds the warehouse.""
 
 from typing import Any
 
-from replay_assets.core.slo import Slo
+from replay_assets.core.slo import PartitionSlo, Slos
 
 
 def print_reading(reading: dict[str, Any]) -> None:
@@ -24,7 +24,7 @@ def print_retention(retention: dict[str, Any]) -> None:
         )
 
 
-def status_row(p: dict[str, object], slos: dict[str, Slo]) -> dict[str, object]:
+def status_row(p: dict[str, object], slos: Slos) -> dict[str, object]:
     return {
         "asset": p["asset"],
         "partition": p["partition_key"],
@@ -32,16 +32,15 @@ def status_row(p: dict[str, object], slos: dict[str, Slo]) -> dict[str, object]:
         "last good": f"v{p['last_good_version']} {str(p['last_good_sha256'])[:12]}"
         if p["last_good_version"]
         else "-",
-        "SLO fresh/compl/dur/avail": slo_cell(slos.get(str(p["partition_key"])))
-        if p["asset"] == "current_orders"
-        else "",
+        "SLO fresh/compl/dur/avail": slo_cell(slos.get((str(p["asset"]), str(p["partition_key"])))),
         "reason": p["reason"] or "",
     }
 
 
-def slo_cell(slo: Slo | None) -> str:
-    if slo is None:
+def slo_cell(found: PartitionSlo | None) -> str:
+    if found is None:
         return "-"
+    slo = found.slo
     duration = "-" if slo.duration_minutes is None else f"{slo.duration_minutes:g}"
     figures = (
         f"{slo.freshness_minutes:g}/{slo.completeness_pct:g}%/{duration}/{slo.availability_minutes:g} min"

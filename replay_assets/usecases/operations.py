@@ -9,7 +9,7 @@ from typing import Any
 import duckdb
 
 from replay_assets.core.plan import with_waiting_statuses
-from replay_assets.core.slo import Slo
+from replay_assets.core.slo import PartitionSlo, Slo, Slos
 from replay_assets.core.status import PartitionStatus
 from replay_assets.storage.db import in_progress
 from replay_assets.storage.db.warehouse import one, query_frame
@@ -55,12 +55,34 @@ class Operations:
         with self.pipeline.reader.read() as con:
             return service.slo_for(con, load_date, self.pipeline.settings.slo)
 
-    def _slos(self, con: duckdb.DuckDBPyConnection) -> dict[str, Slo]:
-        keys = con.execute(
-            "SELECT DISTINCT partition_key FROM publications WHERE asset = 'current_orders' ORDER BY 1"
-        ).fetchall()
-        found = {str(k): service.slo_for(con, str(k), self.pipeline.settings.slo) for (k,) in keys}
-        return {k: v for k, v in found.items() if v is not None}
+    def daily_slo(self, business_date: str) -> PartitionSlo | None:
+        """One business date's service levels, with the load date they are measured on."""
+        with self.pipeline.reader.read() as con:
+            return self._slos(con, business_date).get(("daily_aggregates", business_date))
+
+    def daily_slos(self, business_dates: list[str]) -> dict[str, Slo | None]:
+        """The service levels of these business dates of daily_aggregates (None: none yet)."""
+        with self.pipeline.warehouse.connect() as con:
+            found = service.daily_slos(con, self.pipeline.settings.slo, business_dates)
+        return {day: found[day][0] if day in found else None for day in business_dates}
+
+    def _slos(self, con: duckdb.DuckDBPyConnection, business_date: str | None = None) -> Slos:
+        """Every certified partition's service levels (only the daily ones of ``business_date``
+        when given), keyed by (asset, partition)."""
+        policy = self.pipeline.settings.slo
+        out: Slos = {}
+        if business_date is None:
+            keys = con.execute(
+                "SELECT DISTINCT partition_key FROM publications WHERE asset = 'current_orders' ORDER BY 1"
+            ).fetchall()
+            for (key,) in keys:
+                slo = service.slo_for(con, str(key), policy)
+                if slo is not None:
+                    out["current_orders", str(key)] = PartitionSlo("current_orders", str(key), str(key), slo)
+        days = None if business_date is None else [business_date]
+        for day, (slo, fed_by) in service.daily_slos(con, policy, days).items():
+            out["daily_aggregates", day] = PartitionSlo("daily_aggregates", day, fed_by, slo)
+        return out
 
     def reverify(self, asset: str) -> reverify.Verdict:
         """Recompute published partitions as of their own load dates; flag mismatches SUSPECT
@@ -100,7 +122,7 @@ class Operations:
         with self.pipeline.warehouse.connect() as con:
             return query_frame(con, RECONCILE_SQL).to_dicts()
 
-    def status_report(self) -> tuple[Decision, dict[str, list[dict[str, Any]]], dict[str, Slo]]:
+    def status_report(self) -> tuple[Decision, dict[str, list[dict[str, Any]]], Slos]:
         """Read-only, in one read of the last committed state (one wait at most while a writer
         holds the warehouse): the plan, the partition status with the waiting load dates' live
         statuses overlaid (what the next ``run`` records), and the service levels."""
@@ -141,9 +163,12 @@ class Operations:
                     [partition],
                 ).fetchall()
             }
-        slo = self.slo(partition)
+            found = self._slos(con, partition)
+            slo = service.slo_for(con, partition, self.pipeline.settings.slo)
+        if slo is not None:
+            found["current_orders", partition] = PartitionSlo("current_orders", partition, partition, slo)
         return consumer_text(
-            partition, rows, versions=versions, pointer=pointer[0] if pointer else None, slo=slo
+            partition, rows, versions=versions, pointer=pointer[0] if pointer else None, slos=found
         )
 
 
@@ -190,7 +215,7 @@ def consumer_text(
     rows: list[dict[str, Any]],
     versions: dict[str, int],
     pointer: str | None,
-    slo: Slo | None,
+    slos: Slos,
 ) -> list[str]:
     if not rows:
         return [f"{partition}: nothing is known about this partition yet."]
@@ -211,10 +236,16 @@ def consumer_text(
             f"  why: {row['reason'] or '-'}",
             f"  what happens next: {next_step}",
         ]
-    if slo is not None:
+    for (asset, _), found in sorted(slos.items()):
+        slo = found.slo
         verdict = "all met" if slo.all_met else "NOT all met"
+        what = (
+            f"load date {partition}"
+            if asset == "current_orders"
+            else f"daily_aggregates {partition} (last fed by load date {found.load_date})"
+        )
         lines.append(
-            f"load date {partition} service levels: freshness {slo.freshness_minutes:g} min, completeness "
+            f"{what} service levels: freshness {slo.freshness_minutes:g} min, completeness "
             f"{slo.completeness_pct:g} %, duration "
             f"{'-' if slo.duration_minutes is None else f'{slo.duration_minutes:g}'} min, "
             f"availability {slo.availability_minutes:g} min ({verdict})"

@@ -13,6 +13,7 @@ from replay_assets.core.manifest import Limits
 from replay_assets.core.upcast import parse_upcasters
 from replay_assets.definitions import build_definitions
 from replay_assets.defs.assets import build_assets
+from replay_assets.defs.evidence import SERVICE_LEVELS_CHECK
 from replay_assets.defs.resources import ReplayResource
 from replay_assets.demo.scenarios import seed001
 from replay_assets.storage.landing.deliveries import write_delivery
@@ -108,7 +109,11 @@ def test_materializing_a_load_date_before_its_predecessor_is_a_failed_candidate(
     assert ok.success
     meta = ok.asset_materializations_for_node("current_state")[0].metadata
     assert meta["controls (lines, orders, units, amount, cost, profit)"].value == "(8, 5, 10, 690, 425, 265)"
-    assert all(e.passed for e in ok.get_asset_check_evaluations())
+    evaluations = {e.check_name: e for e in ok.get_asset_check_evaluations()}
+    levels = evaluations.pop(SERVICE_LEVELS_CHECK)  # measured days after the fact: missed, a warning
+    assert all(e.passed for e in evaluations.values()) and len(evaluations) == 6
+    assert not levels.passed and levels.severity is dg.AssetCheckSeverity.WARN
+    assert "service_levels" in levels.metadata and levels.metadata["missed"].value == "2026-09-20"
     again = dg.materialize(assets[:2], partition_key="2026-09-21", resources=resources)
     assert again.success  # the pointer moved: the same input is tried again and certified
 

@@ -82,3 +82,23 @@ def test_the_consumer_update_says_what_changed_in_consumer_terms(figures: dict[s
     assert "last good version: version 2" in text and "restated: yes" in text
     assert "what happens next:" in text
     assert "consumers currently see load date 2026-09-21" in text
+
+
+def test_the_daily_partitions_it_fed_carry_service_levels_on_the_seed_clock(figures: dict[str, Any]) -> None:
+    """Run B's apply certified at 08:18 and its restatement published the aggregates on that clock:
+    each business date 2026-09-21 fed is measured on it (ready 08:12, the run from 08:12,
+    expected 08:00)."""
+    daily = figures["retried"]["daily_slos"]
+    assert sorted(daily) == ["2026-09-17", "2026-09-18", "2026-09-19", "2026-09-20", "2026-09-21"]
+    for found in daily.values():
+        assert found["load_date"] == "2026-09-21" and found["asset"] == "daily_aggregates"
+        measured = (
+            found["freshness_minutes"],
+            found["completeness_pct"],
+            found["duration_minutes"],
+            found["availability_minutes"],
+        )
+        assert measured == (6, 100, 6, 18) and found["all_met"]
+    assert any(
+        "daily_aggregates 2026-09-20 (last fed by load date 2026-09-21)" in line for line in figures["update"]
+    )

@@ -43,6 +43,7 @@ def test_a_home_that_predates_them_gets_them_built_from_history(applied: Pipelin
         for table in ("upcast_events", "batch_relandings", "source_records"):  # what v9 creates
             con.execute(f"DROP TABLE {table}")
         con.execute("ALTER TABLE load_date_attempts DROP COLUMN seq")
+        con.execute("ALTER TABLE restatement_queue DROP COLUMN released_by")
         con.execute("DROP SEQUENCE attempt_seq")
         con.execute(
             "INSERT INTO load_date_attempts (load_date, identity, status, reason, attempted_at) "

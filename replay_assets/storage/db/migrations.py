@@ -241,6 +241,8 @@ _V9 = [
         batch_id VARCHAR NOT NULL, load_date VARCHAR NOT NULL, records_file VARCHAR NOT NULL,
         record_number BIGINT NOT NULL, source_file VARCHAR, line_number BIGINT, adapter VARCHAR NOT NULL,
         reason VARCHAR, evidence VARCHAR NOT NULL, envelope VARCHAR NOT NULL)""",
+    # which run certified each queued group (the duration of a daily_aggregates partition's SLO)
+    "ALTER TABLE restatement_queue ADD COLUMN released_by VARCHAR",
     # attempts in the order written: two at one instant (an injected clock) keep their order
     "CREATE SEQUENCE attempt_seq",
     "ALTER TABLE load_date_attempts ADD COLUMN seq BIGINT DEFAULT nextval('attempt_seq')",

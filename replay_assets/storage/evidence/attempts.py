@@ -54,6 +54,66 @@ CONTRIBUTING = """
     WHERE m.load_date = ? AND r.status <> 'BLOCKED'"""
 
 
+# The service levels of daily_aggregates partitions, all business dates in one query. A business
+# date is fed by every applied load date that queued one of its groups (restatement_queue); it is
+# as fresh as its newest one (L): certified when L's groups were released. Its duration counts
+# from the start of the run that applied L (the work that brought the data, apply and restatement
+# together); freshness from the newest ready_at among the manifests of every load date that fed it.
+DAILY_SLOS = """
+WITH fed AS (
+    SELECT q.business_date, q.load_date, q.released_at, q.released_by
+    FROM restatement_queue q JOIN load_dates USING (load_date)
+    WHERE $days IS NULL OR list_contains($days, q.business_date)
+), newest AS (
+    SELECT business_date, max(load_date) AS load_date FROM fed GROUP BY 1
+), certified AS (
+    SELECT f.business_date, n.load_date, bool_and(f.released_at IS NOT NULL) AS released,
+           max(f.released_at) AS certified_at, arg_max(f.released_by, f.released_at) AS run_id
+    FROM fed f JOIN newest n ON f.business_date = n.business_date AND f.load_date = n.load_date
+    GROUP BY 1, 2
+), inputs AS (
+    SELECT f.business_date, max(m.ready_at) AS ready_at, coalesce(sum(m.source_events), 0) AS declared,
+           coalesce(sum(m.source_events) FILTER (WHERE r.status <> 'SKIPPED'), 0) AS landed
+    FROM (SELECT DISTINCT business_date, load_date FROM fed) f
+    JOIN manifests m ON m.load_date = f.load_date JOIN reconciliation r USING (batch_id)
+    WHERE r.status <> 'BLOCKED'
+    GROUP BY 1
+)
+SELECT c.business_date, c.load_date, c.certified_at, i.ready_at, i.declared, i.landed,
+       (SELECT min(s.recorded_at) FROM step_attempts s WHERE s.run_id = (
+           SELECT arg_max(p.run_id, p.version) FROM publications p
+           WHERE p.asset = 'current_orders' AND p.partition_key = c.load_date
+             AND p.certified_at <= c.certified_at)) AS started
+FROM certified c JOIN inputs i USING (business_date)
+WHERE c.released
+ORDER BY 1"""
+
+
+def daily_slos(
+    con: duckdb.DuckDBPyConnection, policy: SloPolicy, business_dates: list[str] | None = None
+) -> dict[str, tuple[Slo, str]]:
+    """Per certified business date of daily_aggregates (every one, or those of
+    ``business_dates``): its service levels and the load date that last fed it. A date whose
+    newest input is still queued has none yet (its status says PENDING_RESTATEMENT)."""
+    out = {}
+    for day, fed_by, certified_at, ready, declared, landed, started in con.execute(
+        DAILY_SLOS, {"days": business_dates}
+    ).fetchall():
+        out[str(day)] = (
+            evaluate(
+                policy,
+                str(fed_by),
+                certified_at=certified_at,
+                ready_at=parse_instant(str(ready), "ready_at"),
+                run_started_at=started,
+                declared_events=int(declared),
+                landed_events=int(landed),
+            ),
+            str(fed_by),
+        )
+    return out
+
+
 def slo_for(con: duckdb.DuckDBPyConnection, load_date: str, policy: SloPolicy) -> Slo | None:
     """The service levels of the load date's delivery: its first certification (a later repair or
     restatement is reported by the partition's status, not as a late load). None if uncertified."""

@@ -209,8 +209,8 @@ def _publish_or_keep(
             ),
         )
     con.execute(
-        """UPDATE restatement_queue SET released_at = ?
+        """UPDATE restatement_queue SET released_at = ?, released_by = ?
                    WHERE business_date = ? AND load_date <= ? AND released_at IS NULL""",
-        [now, day, as_of],
+        [now, run_id, day, as_of],
     )
     return version, 0
