@@ -41,6 +41,7 @@ def test_the_built_wheel_runs_the_demo_outside_the_repository(tmp_path: Path) ->
     assert Path(where.stdout.strip()).is_relative_to(venv)  # the installed copy, not the checkout
     demo = run([str(venv / "bin" / "replay-assets"), "demo", "--home", str(tmp_path / "demo")], tmp_path, env)
     assert "demo homes under" in demo.stdout
+    assert "seed 004 — the operation journal" in demo.stdout
     assert (tmp_path / "demo" / "seed003" / "dagster" / "dagster.yaml").read_bytes() == (
         ROOT / "replay_assets" / "dagster.yaml"
     ).read_bytes()

@@ -51,13 +51,15 @@ def _session(args: argparse.Namespace) -> "Session":
 
 def _demo_scenario(job: tuple[str, str]) -> list[str]:
     """One seed scenario in its own home; returns what it printed (runs in a worker process)."""
-    from replay_assets.demo import seed003 as demo_ops
     from replay_assets.demo import seeds as demo
+    from replay_assets.demo.seed003 import seed003_demo
+    from replay_assets.demo.seed004 import seed004_demo
 
     _quiet_dagster_warnings()
     name, root = job
     lines: list[str] = []
-    scenario = demo_ops.seed003_demo if name == "seed003" else getattr(demo, f"{name}_demo")
+    own = {"seed003": seed003_demo, "seed004": seed004_demo}
+    scenario = own[name] if name in own else getattr(demo, f"{name}_demo")
     scenario(Path(root) / name, lines.append)
     return lines
 
@@ -65,7 +67,7 @@ def _demo_scenario(job: tuple[str, str]) -> list[str]:
 def cmd_demo(args: argparse.Namespace) -> int:
     started = time.monotonic()
     root = Path(args.home) if args.home else Path(tempfile.mkdtemp(prefix="replay-assets-demo-"))
-    jobs = [(name, str(root)) for name in ("seed003", "seed000", "seed001", "seed002")]
+    jobs = [(name, str(root)) for name in ("seed003", "seed000", "seed001", "seed002", "seed004")]
     # the scenarios share nothing (each has its own home and instance): two at a time on two cores
     with ProcessPoolExecutor(max_workers=2, mp_context=multiprocessing.get_context("spawn")) as pool:
         for lines in pool.map(_demo_scenario, jobs):
