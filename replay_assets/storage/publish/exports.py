@@ -11,6 +11,7 @@ import polars as pl
 from replay_assets.core import retention
 from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.storage.db.warehouse import query_frame
+from replay_assets.storage.evidence.costs import batch_costs
 from replay_assets.storage.retention.prune import pruned_through
 
 TABLES = {
@@ -101,4 +102,5 @@ def status_report(con: duckdb.DuckDBPyConnection) -> dict[str, list[dict[str, ob
             rows_bytes, created_at FROM candidates ORDER BY created_at""",
         ).to_dicts(),
         "costs": query_frame(con, "SELECT * FROM costs ORDER BY recorded_at, step, partition_key").to_dicts(),
+        "batch_costs": batch_costs(con),
     }
