@@ -61,14 +61,14 @@ CONTRIBUTING = """
 # together); freshness from the newest ready_at among the manifests of every load date that fed it.
 DAILY_SLOS = """
 WITH fed AS (
-    SELECT q.business_date, q.load_date, q.released_at, q.released_by
+    SELECT q.business_date, q.load_date, q.released_at
     FROM restatement_queue q JOIN load_dates USING (load_date)
     WHERE $days IS NULL OR list_contains($days, q.business_date)
 ), newest AS (
     SELECT business_date, max(load_date) AS load_date FROM fed GROUP BY 1
 ), certified AS (
     SELECT f.business_date, n.load_date, bool_and(f.released_at IS NOT NULL) AS released,
-           max(f.released_at) AS certified_at, arg_max(f.released_by, f.released_at) AS run_id
+           max(f.released_at) AS certified_at
     FROM fed f JOIN newest n ON f.business_date = n.business_date AND f.load_date = n.load_date
     GROUP BY 1, 2
 ), inputs AS (

@@ -135,7 +135,7 @@ def land_batch(
             events += _land_chunk(con, where, chunk=chunk, ctx=ctx, now=now, found=found)
     _insert_manifest(con, manifest, files=files, events=events, now=now)
     if records is not None:
-        _land_records(con, manifest, records)
+        _land_records(con, manifest, records, line_bytes=RECORD_LINE_FACTOR * ctx.max_line_bytes)
     if found.rejected:
         insert_frame(con, "rejected_events", pl.DataFrame(found.rejected).drop("source"))
     if found.violations:
@@ -162,15 +162,19 @@ class _Found:
     upcast: Counter[tuple[str, int]] = field(default_factory=Counter)
 
 
+RECORD_LINE_FACTOR = 8  # a source record line may be this many times the event line limit
 SOURCE_RECORD_FIELDS = ("record", "line", "adapter", "reason", "evidence", "envelope")
 
 
-def _land_records(con: duckdb.DuckDBPyConnection, manifest: Manifest, records: DeliveryFile) -> None:
+def _land_records(
+    con: duckdb.DuckDBPyConnection, manifest: Manifest, records: DeliveryFile, line_bytes: int
+) -> None:
     """The adapter's source records (one JSON object a line: the record's number in the file it
     read, the native line it became or null, the adapter, why it could not be mapped, its
-    evidence, the record as delivered), verified against the manifest like a data file."""
+    evidence, the record as delivered), verified against the manifest like a data file. A record
+    holds the delivered line and more, so its lines may be longer than an event's."""
     data_file = manifest.files[0].path if manifest.files else None
-    for first, lines, problems in records.chunks():
+    for first, lines, problems in records.chunks(line_bytes=line_bytes):
         rows = []
         for number, line in enumerate(lines, first):
             if not line.strip():
