@@ -31,6 +31,9 @@ import stream
 FIRST_LOAD_DATE = dt.date(2026, 10, 1)
 CORRECTION_EVENTS = 10_000
 CASES = ("main", "noop", "incremental", "uniform")
+# the peers' benchmark (issue 16): 1.15M events over 5 load dates of 3 batches, JSONL
+PEER_EVENTS, PEER_DAYS, PEER_BATCHES = 1_150_000, 5, 3
+PEER_TARGET = 12.0
 
 
 @dataclass
@@ -198,11 +201,21 @@ def verify(home: Path, con: duckdb.DuckDBPyConnection) -> list[str]:
 
 
 class Bench:
-    def __init__(self, home: Path, seed: int, profile: str | None = None, probe_every: float = 0) -> None:
+    def __init__(
+        self,
+        home: Path,
+        seed: int,
+        profile: str | None = None,
+        probe_every: float = 0,
+        peer_shape: bool = False,
+    ) -> None:
         self.home = home
         self.profile = profile
         self.probe_every = probe_every
         self.seed = seed
+        # the peers' benchmark: PEER_BATCHES batches a load date, the bare fold from the JSONL
+        self.peer_shape = peer_shape
+        self.jsonl: list[str] = []
         self.parquet: list[str] = []
         self.next_base = 0
         self.day = FIRST_LOAD_DATE
@@ -257,7 +270,11 @@ class Bench:
     def _deliver(self, frame: pl.DataFrame, tag: str) -> None:
         day = self.day.isoformat()
         batches = max(2, -(-frame.height // stream.MAX_BATCH_EVENTS))
-        stream.deliver(self.home / "landing", day, tag, frame, batches)
+        if self.peer_shape:
+            batches = max(PEER_BATCHES, batches)
+        ids = stream.deliver(self.home / "landing", day, tag, frame, batches)
+        folder = self.home / "landing" / stream.SOURCE / day
+        self.jsonl += [str(folder / f"{i}.jsonl") for i in ids if (folder / f"{i}.jsonl").exists()]
         path = self.home.parent / f"{self.home.name}-reference" / f"{day}-{tag}.parquet"
         stream.keep_for_reference(frame, day, path)
         self.parquet.append(str(path))
@@ -266,7 +283,10 @@ class Bench:
         now = f"{self.day.isoformat()}T23:00:00Z"
         result = run_pipeline(self.home, now, case, events, self.profile, self.probe_every)
         started = time.monotonic()
-        stream.reference_fold(self.con, self.parquet)
+        if self.peer_shape:
+            stream.reference_fold_jsonl(self.con, self.jsonl)
+        else:
+            stream.reference_fold(self.con, self.parquet)
         reference = time.monotonic() - started
         result.reference = reference if with_reference else None
         problems = verify(self.home, self.con)
@@ -333,7 +353,13 @@ def _gib(n: int) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--events", type=int, required=True)
+    p.add_argument("--events", type=int, help=f"events of the main stream (--peer-shape: {PEER_EVENTS})")
+    p.add_argument(
+        "--peer-shape",
+        action="store_true",
+        help=f"the peers' workload: {PEER_DAYS} load dates x {PEER_BATCHES} batches, the reference folds the "
+        "delivered JSONL (typed read_json) in the same invocation; prints the ratio",
+    )
     p.add_argument("--days", type=int, default=1, help="load dates the main stream is spread over")
     p.add_argument("--seed", type=int, default=6)
     p.add_argument("--cases", default=",".join(CASES))
@@ -353,6 +379,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", help="also write the figures to this file")
     p.add_argument("--profile", help="folder for py-spy raw stacks of each run (py-spy on PATH)")
     args = p.parse_args(argv)
+    if args.peer_shape:
+        args.events = args.events or PEER_EVENTS
+        args.days = PEER_DAYS
+    if not args.events:
+        p.error("--events is required (or --peer-shape)")
     cases = args.cases.split(",")
     root = Path(args.home) if args.home else Path(tempfile.mkdtemp(prefix="replay-bench-"))
     home = root / "home"
@@ -364,7 +395,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.retention is not None:
         config["retention_load_dates"] = args.retention
     (home / "replay-assets.json").write_text(json.dumps(config))
-    bench = Bench(home, args.seed, args.profile, args.probe_status)
+    bench = Bench(home, args.seed, args.profile, args.probe_status, peer_shape=args.peer_shape)
     started = time.monotonic()
     lines = bench.land_stream(args.events, args.days)
     print(f"generated {lines} lines over {args.days} load dates in {time.monotonic() - started:.1f} s")
@@ -381,6 +412,14 @@ def main(argv: list[str] | None = None) -> int:
         bench.measure(f"steady+{day + 1}", bench.land_stream(args.events, 1, args.steady_keys == "same"))
         growth.append({"day": day + 1, **bench.growth()})
     print(table(bench.rows))
+    main_row = bench.rows[0]
+    if args.peer_shape and main_row.reference:
+        ratio = main_row.wall / main_row.reference
+        print(
+            f"peer shape: {main_row.events} events over {PEER_DAYS} load dates x {PEER_BATCHES} batches: "
+            f"{main_row.wall:.1f} s against the bare JSONL fold's {main_row.reference:.2f} s in this "
+            f"invocation = {ratio:.1f}x (target <= {PEER_TARGET:g}x)"
+        )
     if growth:
         print(curve(bench.rows, growth))
     if args.json:

@@ -308,3 +308,36 @@ def reference_fold(con: duckdb.DuckDBPyConnection, parquet: list[str]) -> None:
     con.execute(f"CREATE OR REPLACE TABLE ref_orders AS {REFERENCE_ORDERS}", [parquet])
     con.execute(f"CREATE OR REPLACE TABLE ref_customers AS {REFERENCE_CUSTOMERS}", [parquet])
     con.execute(f"CREATE OR REPLACE TABLE ref_aggregates AS {REFERENCE_AGGREGATES}")
+
+
+# The peers' benchmark reads the delivered JSONL itself: one typed read_json of every file (the
+# load date from the file's folder), then the same fold. No validation, hashing or evidence.
+_KEY = "STRUCT(order_id VARCHAR, line_no BIGINT, customer_id VARCHAR)"
+_AFTER = (
+    "STRUCT(order_id VARCHAR, line_no BIGINT, store_id VARCHAR, customer_id VARCHAR, product_id VARCHAR, "
+    "business_date VARCHAR, quantity BIGINT, amount_minor BIGINT, cost_minor BIGINT, status VARCHAR, "
+    "name VARCHAR, segment VARCHAR)"
+)
+JSONL_EVENTS = f"""
+    SELECT entity, op, source_seq AS seq, version, key.order_id AS order_id,
+           key.line_no AS line_no, after.store_id AS store_id,
+           coalesce(after.customer_id, key.customer_id) AS customer_id, after.product_id AS product_id,
+           after.business_date AS business_date, after.quantity AS quantity, after.amount_minor AS amount,
+           after.cost_minor AS cost, after.name AS name, after.segment AS segment,
+           regexp_extract(filename, '/([0-9]{{4}}-[0-9]{{2}}-[0-9]{{2}})/[^/]*$', 1) AS load_date
+    FROM read_json(?, format = 'newline_delimited', filename = true, columns = {{
+        'event_id': 'VARCHAR', 'source_seq': 'BIGINT', 'schema_version': 'BIGINT', 'entity': 'VARCHAR',
+        'op': 'VARCHAR', 'key': '{_KEY}', 'version': 'BIGINT', 'event_time': 'VARCHAR',
+        'after': '{_AFTER}'}})"""
+
+
+def reference_fold_jsonl(con: duckdb.DuckDBPyConnection, jsonl: list[str]) -> None:
+    """:func:`reference_fold` straight from the delivered JSONL files."""
+    con.execute(f"CREATE OR REPLACE TEMP TABLE ref_events AS {JSONL_EVENTS}", [jsonl])
+    from_events = "FROM ref_events"
+    orders = REFERENCE_ORDERS.replace("FROM read_parquet(?)", from_events)
+    customers = REFERENCE_CUSTOMERS.replace("FROM read_parquet(?)", from_events)
+    con.execute(f"CREATE OR REPLACE TABLE ref_orders AS {orders}")
+    con.execute(f"CREATE OR REPLACE TABLE ref_customers AS {customers}")
+    con.execute(f"CREATE OR REPLACE TABLE ref_aggregates AS {REFERENCE_AGGREGATES}")
+    con.execute("DROP TABLE ref_events")

@@ -17,6 +17,7 @@ import pytest
 import yaml
 from playwright.sync_api import Page, expect
 
+from replay_assets.defs.evidence import SERVICE_LEVELS_CHECK
 from replay_assets.demo.scenarios import seed001
 from replay_assets_tests.ui.conftest import CHROMIUM
 from replay_assets_tests.ui.dagster_dev import DagsterDev, wait_for
@@ -92,7 +93,7 @@ def launch_from_partitions_dialog(page: Page, opener: str, selection: str, launc
 def show_check_results(page: Page, run_id: str, passed: Iterable[str]) -> None:
     """The run's page with its event log filtered to asset check results; each of ``passed``
     must read as succeeded."""
-    page.set_viewport_size({"width": 1600, "height": 2000})  # room for all seven results
+    page.set_viewport_size({"width": 1600, "height": 2000})  # room for all eight results
     page.goto(f"/runs/{run_id}")
     log_filter = page.get_by_placeholder("Filter…")
     log_filter.fill("type:ASSET_CHECK_EVALUATION")
@@ -126,8 +127,8 @@ def test_the_asset_graph_shows_the_lineage_and_its_checks(
 
     for asset in ("daily_aggregates", "current_orders"):
         page.goto(f"/assets/{asset}?view=checks")
-        expect(page.get_by_text("Checks (7)")).to_be_visible()
-        for name in (*GATE, AUDIT):
+        expect(page.get_by_text("Checks (8)")).to_be_visible()
+        for name in (*GATE, SERVICE_LEVELS_CHECK, AUDIT):
             expect(page.locator("body")).to_contain_text(name)
         expect(page.get_by_text("This is a blocking asset check.")).to_be_visible()
     shot(page, artifacts, "02-current_orders-checks-tab-the-certification-report")
