@@ -110,17 +110,20 @@ def run_pending(
     tried: set[str] = set()
     resource = ReplayResource.for_settings(pipeline.settings)
     while len(summary.runs) < max_runs:
-        requests = [
-            (name, rr)
-            for name in SENSORS
-            for rr in _evaluate(defs, instance, pipeline=pipeline, resource=resource, name=name)
-        ]
+        with pipeline.warehouse.hold():
+            requests = [
+                (name, rr)
+                for name in SENSORS
+                for rr in _evaluate(defs, instance, pipeline=pipeline, resource=resource, name=name)
+            ]
         fresh = [(name, rr) for name, rr in requests if rr.run_key not in tried]
         if not fresh:
             return summary
         name, request = fresh[0]
         tried.add(str(request.run_key))
-        summary.runs.append(_execute(defs, instance, sensor_name=name, request=request, progress=progress))
+        with pipeline.warehouse.hold():  # one warehouse connection for the run (not one a transaction)
+            run = _execute(defs, instance, sensor_name=name, request=request, progress=progress)
+        summary.runs.append(run)
     return summary
 
 

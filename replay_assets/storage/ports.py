@@ -36,3 +36,8 @@ class WarehouseWriter(Protocol):
     def transaction(self, timeout: float | None = None) -> AbstractContextManager[duckdb.DuckDBPyConnection]:
         """One atomic transaction: committed when the body returns, rolled back when it raises."""
         ...
+
+    def hold(self, timeout: float | None = None) -> AbstractContextManager[None]:
+        """Keep the writer lock for the body, so its connections and transactions (each still its
+        own commit) pay for opening the warehouse once; re-entrant."""
+        ...

@@ -157,3 +157,64 @@ def test_a_reader_refuses_an_outdated_warehouse_rather_than_migrating_it(
             pass
     assert outdated.value.code is ErrorCode.WAREHOUSE_OUTDATED
     assert _files(tmp_path) == before
+
+
+HOLDER = """
+import sys, time
+from pathlib import Path
+from replay_assets.storage.db.warehouse import Warehouse
+w = Warehouse(Path(sys.argv[1]), 5.0)
+with w.hold():
+    with w.transaction() as con:
+        con.execute("INSERT INTO sensor_cursors (name, cursor) VALUES ('child', 'held')")
+    print("holding", flush=True)
+    sys.stdin.readline()
+"""
+
+
+def test_a_hold_keeps_one_connection_and_the_lock_and_each_transaction_commits_on_its_own(
+    ports: Ports, tmp_path: Path
+) -> None:
+    writer, reader = ports
+    with writer.hold():
+        with writer.connect() as first, writer.connect() as second:
+            assert first is second  # one open connection for the body
+        _note(writer, "v1")
+        with pytest.raises(RuntimeError), writer.transaction() as con:
+            con.execute("INSERT INTO sensor_cursors (name, cursor) VALUES ('x', 'x')")
+            raise RuntimeError("rolled back")
+        with writer.hold(), writer.transaction() as con:  # re-entrant: the same hold
+            con.execute("INSERT INTO sensor_cursors (name, cursor) VALUES ('v2', 'v2')")
+        assert _notes(reader) == ["v1", "v2"]  # this process reads through its own connection
+        fd = os.open(tmp_path / "warehouse.lock", os.O_RDWR)  # the lock stays taken between them
+        try:
+            with pytest.raises(BlockingIOError):
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        finally:
+            os.close(fd)
+    assert _notes(reader) == ["v1", "v2"]  # committed, and the hold is gone: a fresh reader sees it
+    with writer.connect(timeout=0):
+        pass
+
+
+def test_another_process_waits_for_a_hold_and_a_killed_holder_loses_nothing_it_committed(
+    ports: Ports, tmp_path: Path
+) -> None:
+    writer, reader = ports
+    _note(writer, "v1")
+    child = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(tmp_path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "holding"
+        with pytest.raises(ReplayError) as busy:
+            with writer.connect(timeout=0.2):
+                pass
+        assert busy.value.code is ErrorCode.WAREHOUSE_BUSY
+    finally:
+        child.kill()
+        child.wait()
+    assert _notes(reader) == ["held", "v1"]
