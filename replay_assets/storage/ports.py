@@ -41,3 +41,7 @@ class WarehouseWriter(Protocol):
         """Keep the writer lock for the body, so its connections and transactions (each still its
         own commit) pay for opening the warehouse once; re-entrant."""
         ...
+
+    def released(self) -> AbstractContextManager[None]:
+        """Give this thread's hold up for the body (the journal's steps lock one at a time)."""
+        ...

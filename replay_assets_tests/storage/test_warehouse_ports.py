@@ -218,3 +218,19 @@ def test_another_process_waits_for_a_hold_and_a_killed_holder_loses_nothing_it_c
         child.kill()
         child.wait()
     assert _notes(reader) == ["held", "v1"]
+
+
+def test_a_released_hold_lets_another_process_in_and_is_taken_again(ports: Ports, tmp_path: Path) -> None:
+    writer, reader = ports
+    _note(writer, "v1")
+    with writer.hold():
+        with writer.released():
+            fd = os.open(tmp_path / "warehouse.lock", os.O_RDWR)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # free while released
+            finally:
+                os.close(fd)
+            _note(writer, "v2")  # a transaction of its own, under the lock for its duration
+        with writer.connect() as first, writer.connect() as second:
+            assert first is second  # held again
+    assert _notes(reader) == ["v1", "v2"]

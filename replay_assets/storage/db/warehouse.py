@@ -16,7 +16,7 @@ import os
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -38,11 +38,24 @@ MEMORY_LIMIT = "1GB"
 
 
 class _Held:
-    """This process's open writer connection to one warehouse file while a hold lasts."""
+    """This process's writer connection to one warehouse file while a hold lasts; closed (lock
+    and connection given up) while the hold is ``released``."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
-        self.con = con
+    def __init__(self, warehouse: Warehouse, timeout: float | None) -> None:
+        self.warehouse, self.timeout = warehouse, timeout
         self.thread = threading.get_ident()
+        self.con: duckdb.DuckDBPyConnection | None = None
+        self._stack: ExitStack | None = None
+
+    def open(self) -> None:
+        stack = ExitStack()
+        self.con = stack.enter_context(self.warehouse._open(self.timeout))
+        self._stack = stack
+
+    def close(self) -> None:
+        stack, self._stack, self.con = self._stack, None, None
+        if stack is not None:
+            stack.close()
 
 
 # Warehouse file -> the writer connection a hold keeps open in this process (``Warehouse.hold``).
@@ -53,7 +66,8 @@ def _held(path: Path) -> _Held | None:
     """The hold on ``path`` if this thread may use it (DuckDB connections are not shared across
     threads: another thread waits for the lock as any other connection would)."""
     found = _HELD.get(path.resolve())
-    return found if found is not None and found.thread == threading.get_ident() else None
+    mine = found is not None and found.thread == threading.get_ident() and found.con is not None
+    return found if mine else None
 
 
 class Warehouse:
@@ -75,22 +89,40 @@ class Warehouse:
         commit; other processes wait for the lock (or read the published copy) until the body
         ends. Re-entrant: an inner hold is the outer one."""
         key = self.path.resolve()
-        if _held(self.path) is not None:
+        if key in _HELD and _HELD[key].thread == threading.get_ident():
             yield
             return
-        with self._open(timeout) as con:
-            _HELD[key] = _Held(con)
-            try:
-                yield
-            finally:
-                del _HELD[key]
+        held = _Held(self, timeout)
+        held.open()
+        _HELD[key] = held
+        try:
+            yield
+        finally:
+            del _HELD[key]
+            held.close()
+
+    @contextmanager
+    def released(self) -> Iterator[None]:
+        """Give this thread's hold up for the body (connection closed, lock released) and take it
+        again after. The operation journal's steps run so: each takes the lock for its own
+        transaction, and between two steps an operator can inspect, hold or release the
+        operation even while its process is stopped there (SPEC 6)."""
+        held = _held(self.path)
+        if held is None:
+            yield
+            return
+        held.close()
+        try:
+            yield
+        finally:
+            held.open()
 
     @contextmanager
     def connect(self, timeout: float | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
         """A migrated connection under the writer lock; ``timeout=0`` never waits. Inside a
         ``hold`` of this thread, the held connection."""
         held = _held(self.path)
-        if held is not None:
+        if held is not None and held.con is not None:
             yield held.con
             return
         with self._open(timeout) as con:
@@ -163,7 +195,7 @@ class WarehouseReader:
         held = _held(self.path)
         if held is not None:  # this process writes: read what it committed, through its connection
             self.source = "warehouse"
-        con = held.con.cursor() if held is not None else self._open(wait)
+        con = held.con.cursor() if held is not None and held.con is not None else self._open(wait)
         try:
             found, newest = schema_version(con), MIGRATIONS[-1][0]
             if found < newest:

@@ -237,52 +237,53 @@ def execute(
 
     A COMPLETE operation whose target drifted from its record is not trusted: a repair operation,
     whose identity includes the observed target hash, runs ``repair`` (SPEC 6)."""
-    failpoints.hit(fail_point, f"{op.kind}:before_intent")
-    with _unheld(warehouse) as con:
-        entry = create_or_get(con, op, actor, clock())
-        observed = target_now(con, entry) if entry.state is S.COMPLETE else None
-        step = next_step(
-            entry.state,
-            fence_committed(con, op.operation_id),
-            entry.state is not S.COMPLETE or observed == entry.target_sha256,
-        )
-    failpoints.hit(fail_point, f"{op.kind}:after_intent")
-    if step is Next.STOP:  # unreachable after require_no_hold, kept so no step falls through
-        raise ReplayError(ErrorCode.COMMIT_UNKNOWN, f"operation {op.operation_id[:16]} is {entry.state}")
-    if step is Next.REPAIR:
-        if repair is None:
-            raise ReplayError(
-                ErrorCode.HISTORY_DIVERGED,
-                f"operation {op.operation_id[:16]}: the target no longer matches its recorded result",
+    with warehouse.released():  # each step takes the lock for its own transaction (SPEC 6)
+        failpoints.hit(fail_point, f"{op.kind}:before_intent")
+        with _unheld(warehouse) as con:
+            entry = create_or_get(con, op, actor, clock())
+            observed = target_now(con, entry) if entry.state is S.COMPLETE else None
+            step = next_step(
+                entry.state,
+                fence_committed(con, op.operation_id),
+                entry.state is not S.COMPLETE or observed == entry.target_sha256,
             )
-        identity = canonical_json([op.operation_id, observed or ""])
-        fix = Operation(
-            operation_id(f"repair_{op.kind}", op.asset, op.partition_key, identity),
-            op.intent_digest,
-            kind=f"repair_{op.kind}",
-            asset=op.asset,
-            partition_key=op.partition_key,
-            input_identity=identity,
-        )
-        return execute(
-            warehouse,
-            fix,
-            mutate=repair,
-            evidence=evidence,
-            target_now=target_now,
-            clock=clock,
-            fail_point=fail_point,
-            actor=actor,
-            repair=repair,
-        )
-    if step is Next.RETURN_RECORDED:
-        assert entry.result is not None
-        return entry.result
-    if step is Next.MUTATE:
-        entry = _mutate(
-            warehouse, op, entry=entry, mutate=mutate, clock=clock, fail_point=fail_point, actor=actor
-        )
-    return _complete(warehouse, op, evidence=evidence, clock=clock, fail_point=fail_point, actor=actor)
+        failpoints.hit(fail_point, f"{op.kind}:after_intent")
+        if step is Next.STOP:  # unreachable after require_no_hold, kept so no step falls through
+            raise ReplayError(ErrorCode.COMMIT_UNKNOWN, f"operation {op.operation_id[:16]} is {entry.state}")
+        if step is Next.REPAIR:
+            if repair is None:
+                raise ReplayError(
+                    ErrorCode.HISTORY_DIVERGED,
+                    f"operation {op.operation_id[:16]}: the target no longer matches its recorded result",
+                )
+            identity = canonical_json([op.operation_id, observed or ""])
+            fix = Operation(
+                operation_id(f"repair_{op.kind}", op.asset, op.partition_key, identity),
+                op.intent_digest,
+                kind=f"repair_{op.kind}",
+                asset=op.asset,
+                partition_key=op.partition_key,
+                input_identity=identity,
+            )
+            return execute(
+                warehouse,
+                fix,
+                mutate=repair,
+                evidence=evidence,
+                target_now=target_now,
+                clock=clock,
+                fail_point=fail_point,
+                actor=actor,
+                repair=repair,
+            )
+        if step is Next.RETURN_RECORDED:
+            assert entry.result is not None
+            return entry.result
+        if step is Next.MUTATE:
+            entry = _mutate(
+                warehouse, op, entry=entry, mutate=mutate, clock=clock, fail_point=fail_point, actor=actor
+            )
+        return _complete(warehouse, op, evidence=evidence, clock=clock, fail_point=fail_point, actor=actor)
 
 
 def _mutate(
