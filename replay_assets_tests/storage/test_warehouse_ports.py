@@ -234,3 +234,25 @@ def test_a_released_hold_lets_another_process_in_and_is_taken_again(ports: Ports
         with writer.connect() as first, writer.connect() as second:
             assert first is second  # held again
     assert _notes(reader) == ["v1", "v2"]
+
+
+def test_a_hold_is_its_threads_own(ports: Ports) -> None:
+    """Another thread of the process waits for the lock like any other connection; it never
+    gets the holding thread's connection (DuckDB connections are not shared across threads)."""
+    import threading
+
+    writer, _ = ports
+    outcome: list[object] = []
+
+    def other() -> None:
+        try:
+            with writer.connect(timeout=0.2):
+                outcome.append("connected")
+        except ReplayError as busy:
+            outcome.append(busy.code)
+
+    with writer.hold():
+        thread = threading.Thread(target=other)
+        thread.start()
+        thread.join()
+    assert outcome == [ErrorCode.WAREHOUSE_BUSY]

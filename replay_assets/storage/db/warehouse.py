@@ -43,7 +43,6 @@ class _Held:
 
     def __init__(self, warehouse: Warehouse, timeout: float | None) -> None:
         self.warehouse, self.timeout = warehouse, timeout
-        self.thread = threading.get_ident()
         self.con: duckdb.DuckDBPyConnection | None = None
         self._stack: ExitStack | None = None
 
@@ -58,16 +57,20 @@ class _Held:
             stack.close()
 
 
-# Warehouse file -> the writer connection a hold keeps open in this process (``Warehouse.hold``).
-_HELD: dict[Path, _Held] = {}
+# (warehouse file, thread) -> the writer connection a hold keeps open (``Warehouse.hold``). Per
+# thread: DuckDB connections are not shared across threads, and another thread of the process
+# waits for the lock as any other connection would.
+_HELD: dict[tuple[Path, int], _Held] = {}
+
+
+def _key(path: Path) -> tuple[Path, int]:
+    return path.resolve(), threading.get_ident()
 
 
 def _held(path: Path) -> _Held | None:
-    """The hold on ``path`` if this thread may use it (DuckDB connections are not shared across
-    threads: another thread waits for the lock as any other connection would)."""
-    found = _HELD.get(path.resolve())
-    mine = found is not None and found.thread == threading.get_ident() and found.con is not None
-    return found if mine else None
+    """This thread's hold on ``path``, unless it is released."""
+    found = _HELD.get(_key(path))
+    return found if found is not None and found.con is not None else None
 
 
 class Warehouse:
@@ -88,8 +91,8 @@ class Warehouse:
         milliseconds; a run makes dozens). Transactions stay what they were, each its own
         commit; other processes wait for the lock (or read the published copy) until the body
         ends. Re-entrant: an inner hold is the outer one."""
-        key = self.path.resolve()
-        if key in _HELD and _HELD[key].thread == threading.get_ident():
+        key = _key(self.path)
+        if key in _HELD:
             yield
             return
         held = _Held(self, timeout)
