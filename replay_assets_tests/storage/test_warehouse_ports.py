@@ -11,6 +11,7 @@ import fcntl
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -239,8 +240,6 @@ def test_a_released_hold_lets_another_process_in_and_is_taken_again(ports: Ports
 def test_a_hold_is_its_threads_own(ports: Ports) -> None:
     """Another thread of the process waits for the lock like any other connection; it never
     gets the holding thread's connection (DuckDB connections are not shared across threads)."""
-    import threading
-
     writer, _ = ports
     outcome: list[object] = []
 
