@@ -34,13 +34,6 @@ def _attempt(context: dg.AssetExecutionContext, pipeline: Pipeline, step: str, k
     ops, run_id, attempt = Operations(pipeline), context.run.run_id, context.retry_number
     if attempt:
         pipeline.sleep(pipeline.settings.retry_backoff_seconds * 2 ** (attempt - 1))
-    with pipeline.warehouse.hold():  # one warehouse connection for the step's transactions
-        yield from _attempted(pipeline, ops, run_id, step=step, key=key, attempt=attempt)
-
-
-def _attempted(
-    pipeline: Pipeline, ops: Operations, run_id: str, step: str, key: str, attempt: int
-) -> Iterator[None]:
     ops.record_step(run_id, step, key=key, attempt=attempt, outcome=service.STARTED, detail="")
     try:
         failpoints.fail_once(
