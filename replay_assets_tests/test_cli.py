@@ -143,6 +143,11 @@ def test_land_takes_debezium_files_through_the_declared_mapping_and_keeps_their_
                FROM source_records GROUP BY 1 ORDER BY 1"""
         ).fetchall()
     assert kept == [("DBZ-mysql", 6, 5, 0, 1), ("DBZ-pg", 10, 9, 0, 4)]
+    assert main(["export", "source_records", "--home", str(home), "--format", "jsonl"]) == 0
+    exported = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert len(exported) == 16 and "envelope" not in exported[0]  # the evidence, not the payloads
+    created = next(r for r in exported if r["batch_id"] == "DBZ-pg" and r["record_number"] == 5)
+    assert json.loads(created["evidence"])["transaction"]["id"] == "556:24023296"
 
 
 def test_run_exits_1_and_says_why_when_blocked_then_resolve(
