@@ -18,13 +18,12 @@ from replay_assets.core import retention
 from replay_assets.core.adapters import Adapter
 from replay_assets.core.config import SettingsError
 from replay_assets.core.errors import ErrorCode, ReplayError
-from replay_assets.core.events import canonical_json, sha256_text
 from replay_assets.core.names import NameKind
 from replay_assets.core.plan import refuse_partial_backfill
 from replay_assets.core.status import DateStatus
 from replay_assets.entrypoints.arguments import DAY, instant, name_of
 from replay_assets.entrypoints.environment import settings_from_environment
-from replay_assets.entrypoints.land_input import adapted, read_input, unmapped_report
+from replay_assets.entrypoints.land_input import delivery_input, unmapped_report
 from replay_assets.entrypoints.progress import progress
 from replay_assets.entrypoints.report import print_reading, print_retention, print_table, status_row
 from replay_assets.storage.landing.deliveries import create_delivery
@@ -114,21 +113,8 @@ def cmd_land(args: argparse.Namespace) -> int:
     id already used anywhere in the landing area is refused (REPLAY_BATCH_ID_REUSED), except
     the identical delivery again, which is a no-op."""
     settings = settings_from_environment(args.home)
-    data = read_input(Path(args.file))
     ready_at = args.ready_at or f"{args.load_date}T00:00:00Z"
-    origin = canonical_json([args.source, args.load_date])
-    lines: list[str]
-    records: list[str]
-    if args.file.endswith(".parquet"):
-        batch_id = args.batch_id or f"B{sha256_text(origin + data.hex())[:24]}"
-        lines, records, parquet = [], [], data
-    else:
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as bad:
-            raise ReplayError(ErrorCode.USAGE, f"{args.file} is not UTF-8 text (byte {bad.start})") from None
-        (lines, records), parquet = adapted(args, text, settings), None
-        batch_id = args.batch_id or f"B{sha256_text(origin + chr(10).join(lines))[:24]}"
+    batch_id, lines, records, parquet = delivery_input(args, settings)
     path, written = create_delivery(
         settings.landing,
         args.source,

@@ -11,7 +11,24 @@ from replay_assets.core import debezium
 from replay_assets.core.adapters import Adapter, adapt_lines, seed000_batch
 from replay_assets.core.config import Settings
 from replay_assets.core.errors import ErrorCode, ReplayError
-from replay_assets.core.events import jsonl_lines
+from replay_assets.core.events import canonical_json, jsonl_lines, sha256_text
+
+
+def delivery_input(
+    args: argparse.Namespace, settings: Settings
+) -> tuple[str, list[str], list[str], bytes | None]:
+    """What ``land`` delivers: the batch id (given, or derived from the source, the load date and
+    the content), the native lines, the source records and, for a Parquet file, its bytes."""
+    data = read_input(Path(args.file))
+    origin = canonical_json([args.source, args.load_date])
+    if args.file.endswith(".parquet"):
+        return args.batch_id or f"B{sha256_text(origin + data.hex())[:24]}", [], [], data
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as bad:
+        raise ReplayError(ErrorCode.USAGE, f"{args.file} is not UTF-8 text (byte {bad.start})") from None
+    lines, records = adapted(args, text, settings)
+    return args.batch_id or f"B{sha256_text(origin + chr(10).join(lines))[:24]}", lines, records, None
 
 
 def adapted(args: argparse.Namespace, text: str, settings: Settings) -> tuple[list[str], list[str]]:
