@@ -17,6 +17,7 @@ import duckdb
 from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.journal import IN_DOUBT, MUTATION_BEGUN, Next, next_step
 from replay_assets.core.status import CommitState
+from replay_assets.storage.journal import entries
 from replay_assets.storage.journal import executor as journal
 from replay_assets.storage.ports import WarehouseWriter
 
@@ -140,18 +141,18 @@ def apply(
                 now=now,
             )
         if action is Action.MARK_UNKNOWN:
-            return journal.cas(con, entry, nxt=S.COMMIT_UNKNOWN, actor=actor, note=what, now=now)
+            return entries.cas(con, entry, nxt=S.COMMIT_UNKNOWN, actor=actor, note=what, now=now)
         if action is Action.MARK_NOT_COMMITTED:
             return _walk(
                 con, entry, states=[S.PREPARED, S.FAILED_PRE_COMMIT], actor=actor, note=what, now=now
             )
         if entry.state in (S.COMMIT_UNKNOWN, S.COMMITTING):
-            entry = journal.cas(con, entry, nxt=S.TARGET_COMMITTED, actor=actor, note=what, now=now)
+            entry = entries.cas(con, entry, nxt=S.TARGET_COMMITTED, actor=actor, note=what, now=now)
         if entry.state is S.TARGET_COMMITTED:
-            entry = journal.cas(con, entry, nxt=S.COMMITTED_INCOMPLETE, actor=actor, note=what, now=now)
+            entry = entries.cas(con, entry, nxt=S.COMMITTED_INCOMPLETE, actor=actor, note=what, now=now)
     evidence()
     with warehouse.transaction() as con:
-        return journal.cas(con, _entry(con, operation_id), nxt=S.COMPLETE, actor=actor, note=what, now=now)
+        return entries.cas(con, _entry(con, operation_id), nxt=S.COMPLETE, actor=actor, note=what, now=now)
 
 
 def _walk(
@@ -163,12 +164,12 @@ def _walk(
     now: dt.datetime,
 ) -> journal.Entry:
     for state in states:
-        entry = journal.cas(con, entry, nxt=state, actor=actor, note=note, now=now)
+        entry = entries.cas(con, entry, nxt=state, actor=actor, note=note, now=now)
     return entry
 
 
 def _entry(con: duckdb.DuckDBPyConnection, operation_id: str) -> journal.Entry:
-    entry = journal.get(con, operation_id)
+    entry = entries.get(con, operation_id)
     if entry is None:
         raise ReplayError(ErrorCode.USAGE, f"no operation {operation_id[:16]}")
     return entry
