@@ -62,7 +62,7 @@ class Operations:
 
     def daily_slos(self, business_dates: list[str]) -> dict[str, Slo | None]:
         """The service levels of these business dates of daily_aggregates (None: none yet)."""
-        with self.pipeline.warehouse.connect() as con:
+        with self.pipeline.reader.read() as con:
             found = service.daily_slos(con, self.pipeline.settings.slo, business_dates)
         return {day: found[day][0] if day in found else None for day in business_dates}
 
