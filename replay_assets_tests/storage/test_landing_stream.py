@@ -1,22 +1,24 @@
-"""Delivery files are landed as a stream: chunks of whole lines, numbered as in the file, read
-ahead in a thread, verified against the manifest in the same pass."""
+"""Delivery files are landed as a stream: chunks of whole lines, numbered as in the file,
+verified against the manifest in the same pass; preparing a chunk hashes each line's raw bytes."""
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import tempfile
-import threading
 from pathlib import Path
 
+import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from replay_assets.core.errors import RejectReason
+from replay_assets.core.events import ValidationContext
 from replay_assets.core.manifest import ManifestFile
 from replay_assets.storage.landing import files as safe_files
 from replay_assets.storage.landing.area import DeliveryFile, DeliveryMismatch
-from replay_assets.storage.landing.read_ahead import hashed_chunks
+from replay_assets.storage.landing.prepare import LINES_FILE, job, prepare
 
 LINE = st.sampled_from(
     [
@@ -25,6 +27,7 @@ LINE = st.sampled_from(
     ]
 )
 LIMIT = 8  # line bytes
+CTX = ValidationContext(dt.date(2026, 1, 1), dt.date(2026, 12, 31), max_line_bytes=LIMIT)
 
 
 def delivery(tmp_path: Path, data: bytes, events: int | None = None) -> DeliveryFile:
@@ -58,38 +61,35 @@ def test_chunks_are_the_files_lines_numbered_from_one(
     with tempfile.TemporaryDirectory() as folder, pytest.MonkeyPatch.context() as patch:
         patch.setattr(safe_files, "BLOCK_BYTES", block)
         f = delivery(Path(folder), data)
-        chunks = list(hashed_chunks(f.chunks(size, line_bytes=LIMIT)))
+        chunks = list(f.chunks(size, line_bytes=LIMIT))
+        digests = []
+        for i, (first, lines_, problems_) in enumerate(chunks):
+            out = Path(folder) / str(i)
+            out.mkdir()
+            prepare(job(first, lines_, problems_, CTX, str(out)))
+            digests += pl.read_parquet(out / LINES_FILE)["sha256"].to_list()
     raw = data.split(b"\n")
     raw = raw[:-1] if raw and raw[-1] == b"" else raw
     expected = [expected_line(r) for r in raw]
-    assert [line for c in chunks for line in c.lines] == [text for text, _ in expected]
-    problems = {n: p for c in chunks for n, p in c.problems.items()}
+    assert [line for c in chunks for line in c[1]] == [text for text, _ in expected]
+    problems = {n: p for c in chunks for n, p in c[2].items()}
     assert {n: p.reason for n, p in problems.items()} == {
         n: reason for n, (_, reason) in enumerate(expected, 1) if reason
     }
-    assert all(0 < len(c.lines) <= size for c in chunks)
-    assert [c.first for c in chunks] == [
-        1 + sum(len(c.lines) for c in chunks[:i]) for i in range(len(chunks))
-    ]
-    assert [digest for c in chunks for digest in c.sha256] == [hashlib.sha256(r).hexdigest() for r in raw]
+    assert all(0 < len(c[1]) <= size for c in chunks)
+    assert [c[0] for c in chunks] == [1 + sum(len(c[1]) for c in chunks[:i]) for i in range(len(chunks))]
+    present = [r for n, r in enumerate(raw, 1) if expected[n - 1][0].strip() or n in problems]
+    assert digests == [hashlib.sha256(r).hexdigest() for r in present]  # blank lines are not receipts
 
 
 def test_a_file_that_differs_from_its_manifest_fails_after_its_last_chunk(tmp_path: Path) -> None:
     f = delivery(tmp_path, b'{"a":1}\n{"a":2}\n', events=3)
     with pytest.raises(DeliveryMismatch, match=r"B1\.jsonl has 2 events, manifest says 3"):
-        list(hashed_chunks(f.chunks(1)))
+        list(f.chunks(1))
 
 
 def test_a_missing_file_is_named(tmp_path: Path) -> None:
     f = delivery(tmp_path, b'{"a":1}\n')
     f.path.unlink()
     with pytest.raises(DeliveryMismatch, match=r"file B1\.jsonl is missing"):
-        list(hashed_chunks(f.chunks()))
-
-
-def test_a_consumer_that_stops_early_leaves_no_reader_behind(tmp_path: Path) -> None:
-    f = delivery(tmp_path, b"".join(b'{"a":%d}\n' % i for i in range(50)))
-    reader = hashed_chunks(f.chunks(2))
-    assert next(reader).lines == ['{"a":0}', '{"a":1}']
-    reader.close()
-    assert not [t for t in threading.enumerate() if t.name == "replay-prefetch"]
+        list(f.chunks())

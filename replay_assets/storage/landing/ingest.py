@@ -30,9 +30,9 @@ from replay_assets.core.events import (
 )
 from replay_assets.core.manifest import Manifest
 from replay_assets.storage.db.warehouse import one
-from replay_assets.storage.landing import validation
-from replay_assets.storage.landing.area import DeliveryFile, DeliveryMismatch
-from replay_assets.storage.landing.read_ahead import Chunk, hashed_chunks
+from replay_assets.storage.landing import parallel, validation
+from replay_assets.storage.landing.area import DeliveryFile, DeliveryMismatch, RawChunk
+from replay_assets.storage.landing.files import LineProblem
 
 STAGED_IMAGE = (*ORDER_IMAGE, *(c for c in CUSTOMER_IMAGE if c not in ORDER_IMAGE))
 STAGED_SCHEMA = pl.Schema(
@@ -130,9 +130,7 @@ def land_batch(
         )
     events = 0
     for f in files:
-        where = {**base, "source_file": f.name}
-        for chunk in hashed_chunks(f.chunks(line_bytes=ctx.max_line_bytes)):
-            events += _land_chunk(con, where, chunk=chunk, ctx=ctx, now=now, found=found)
+        events += _land_file(con, {**base, "source_file": f.name}, f, ctx=ctx, now=now, found=found)
     _insert_manifest(con, manifest, files=files, events=events, now=now)
     if records is not None:
         _land_records(con, manifest, records, line_bytes=RECORD_LINE_FACTOR * ctx.max_line_bytes)
@@ -226,63 +224,98 @@ def _record_upcasts(
         )
 
 
-def _land_chunk(
+def _land_file(
     con: duckdb.DuckDBPyConnection,
     where: dict[str, Any],
-    chunk: Chunk,
+    f: DeliveryFile,
     ctx: ValidationContext,
     now: dt.datetime,
     found: _Found,
 ) -> int:
-    """Land one chunk of a file's lines: raw receipts and the events the vectorised path
-    certifies go set-based from DuckDB to DuckDB; the other lines (upcast ones among them) go
-    through ``parse_event``. Returns the number of source events (non-blank lines)."""
-    frame = pl.DataFrame(
-        {"line": chunk.lines, "sha256": chunk.sha256}, schema={"line": pl.String, "sha256": pl.String}
-    ).with_row_index("line_number", chunk.first)
-    frame = frame.with_columns(pl.col("line_number").cast(pl.Int64))
-    read_problems = list(chunk.problems)
-    candidate = validation.candidates(frame, ctx.max_line_bytes)
-    if read_problems:  # rejected while reading: never validated, never certified
-        candidate = candidate & ~frame["line_number"].is_in(read_problems)
-    frame = frame.with_columns(candidate.alias("is_candidate"))
-    others = frame.filter(~pl.col("is_candidate"))
-    blank = [
-        number
-        for number, line in others.select("line_number", "line").iter_rows()
-        if not line.strip() and number not in chunk.problems
-    ]
-    present = frame.filter(~pl.col("line_number").is_in(blank)) if blank else frame
+    """Land one file chunk by chunk: while the workers prepare a chunk (``prepare.py``: hashes,
+    the grammar's certification, Parquet), this process lands the one before and reads the one
+    after. Returns the number of source events (non-blank lines)."""
+    events = 0
+    with tempfile.TemporaryDirectory(prefix="replay-chunk-") as folder:
+        before: tuple[RawChunk, parallel.Started] | None = None
+        for number, chunk in enumerate(f.chunks(parallel.CHUNK_LINES, line_bytes=ctx.max_line_bytes)):
+            started = parallel.start(chunk, ctx, Path(folder) / str(number))
+            if before is not None:
+                events += _land_prepared(con, where, *before, ctx=ctx, now=now, found=found)
+            before = (chunk, started)
+        if before is not None:
+            events += _land_prepared(con, where, *before, ctx=ctx, now=now, found=found)
+    return events
+
+
+def _land_prepared(
+    con: duckdb.DuckDBPyConnection,
+    where: dict[str, Any],
+    chunk: RawChunk,
+    started: parallel.Started,
+    ctx: ValidationContext,
+    now: dt.datetime,
+    found: _Found,
+) -> int:
+    """Land a prepared chunk: every line as a raw receipt and the grammar's certified events as
+    staged events, set-based from the workers' Parquet files; the lines the grammar left go to
+    DuckDB's JSON path (another layout of a valid event) and then, one by one, to
+    ``parse_event``, which decides every line neither path certified."""
+    prepared = started.results()
+    lines, staged = parallel.files(prepared)
     names = ["batch_id", "source", "load_date", "source_file"]
     values = {n: where[n] for n in names}
-    # handed to DuckDB as a Parquet file, not a registered frame: DuckDB keeps every Python
-    # object a transaction scanned until the transaction ends, so registered chunks would hold
-    # the whole load date in memory (measured: +120 MB per 250k-line chunk)
-    with tempfile.TemporaryDirectory(prefix="replay-chunk-") as folder:
-        path = str(Path(folder) / "chunk.parquet")
-        present.write_parquet(path, compression="lz4", statistics=False)
-        con.execute(
-            """INSERT INTO raw_receipts (batch_id, source, load_date, landed_at, source_file,
-                   line_number, payload_sha256, payload)
-               SELECT $batch_id, $source, $load_date, $now, $source_file, line_number, sha256, line
-               FROM read_parquet($chunk)""",
-            {**values, "now": now, "chunk": path},
-        ).fetchall()
-        sql, params = validation.certified_sql(
-            ctx, "(SELECT line_number, line FROM read_parquet($chunk) WHERE is_candidate)"
-        )
-        columns = ", ".join(c for c in STAGED_SCHEMA if c not in names)
-        certified = con.sql(
-            f"""INSERT INTO staged_events ({", ".join(names)}, {columns})
-                SELECT $batch_id, $source, $load_date, $source_file, {columns} FROM ({sql})
-                RETURNING line_number""",
-            params={**params, **values, "chunk": path},
-        ).pl()  # executes the INSERT once
-    slow = present.join(certified, on="line_number", how="anti").sort("line_number")
+    con.execute(
+        """INSERT INTO raw_receipts (batch_id, source, load_date, landed_at, source_file,
+               line_number, payload_sha256, payload)
+           SELECT $batch_id, $source, $load_date, $now, $source_file, line_number, sha256, line
+           FROM read_parquet($lines)""",
+        {**values, "now": now, "lines": lines},
+    )
+    columns = ", ".join(c for c in STAGED_SCHEMA if c not in names)
+    con.execute(
+        f"""INSERT INTO staged_events ({", ".join(names)}, {columns})
+            SELECT $batch_id, $source, $load_date, $source_file, {columns} FROM read_parquet($staged)""",
+        {**values, "staged": staged},
+    )
+    present = sum(p.present for p in prepared)
+    if present > sum(p.certified for p in prepared):
+        _land_rest(con, where, lines, problems=chunk[2], ctx=ctx, found=found)
+    return present
+
+
+def _land_rest(
+    con: duckdb.DuckDBPyConnection,
+    where: dict[str, Any],
+    lines: list[str],
+    problems: dict[int, LineProblem],
+    ctx: ValidationContext,
+    found: _Found,
+) -> None:
+    """The lines of a chunk the grammar did not certify: DuckDB's JSON path certifies what it
+    can (never a line rejected while reading), ``parse_event`` decides the rest."""
+    names = ["batch_id", "source", "load_date", "source_file"]
+    values = {n: where[n] for n in names}
+    rest = """(SELECT line_number, line FROM read_parquet($lines) WHERE NOT certified
+                AND starts_with(line, '{') AND strlen(line) <= $max_bytes
+                AND NOT list_contains($problems, line_number))"""
+    sql, params = validation.certified_sql(ctx, rest)
+    columns = ", ".join(c for c in STAGED_SCHEMA if c not in names)
+    certified = con.execute(
+        f"""INSERT INTO staged_events ({", ".join(names)}, {columns})
+            SELECT $batch_id, $source, $load_date, $source_file, {columns} FROM ({sql})
+            RETURNING line_number""",
+        {**params, **values, "lines": lines, "problems": sorted(problems), "max_bytes": ctx.max_line_bytes},
+    ).fetchall()
+    done = {row[0] for row in certified}
+    rest_lines = con.execute(
+        "SELECT line_number, line FROM read_parquet($lines) WHERE NOT certified ORDER BY line_number",
+        {"lines": lines},
+    ).fetchall()
     slow_staged = []
-    for number, line in slow.select("line_number", "line").iter_rows():
+    for number, line in (row for row in rest_lines if row[0] not in done):
         where_row = {**where, "line_number": number}
-        problem = chunk.problems.get(number)
+        problem = problems.get(number)
         outcome = Rejection(problem.reason, problem.detail) if problem else parse_event(line, ctx)
         if isinstance(outcome, Event):
             slow_staged.append(_staged_row(where_row, outcome))
@@ -302,7 +335,6 @@ def _land_chunk(
     if slow_staged:
         frame = pl.DataFrame(slow_staged, schema=STAGED_SCHEMA)
         insert_frame(con, "staged_events", frame.select(list(STAGED_SCHEMA)).cast(STAGED_SCHEMA))
-    return present.height
 
 
 def _violation_row(where: dict[str, Any], v: BatchViolation) -> dict[str, Any]:

@@ -1,0 +1,51 @@
+"""Preparing a chunk of lines on every core: a chunk is cut into one slice per worker process
+(``workers.py``); a chunk too small to repay a worker's round trip is prepared in-process."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from replay_assets.core.events import ValidationContext
+from replay_assets.storage.landing import workers
+from replay_assets.storage.landing.area import RawChunk
+from replay_assets.storage.landing.prepare import LINES_FILE, STAGED_FILE, Prepared, job, prepare
+
+POOL_MIN_LINES = 20_000  # below this a chunk is prepared in the landing process
+CHUNK_LINES = 64_000  # small enough that the workers prepare a chunk while the one before lands
+
+
+@dataclass
+class Started:
+    """A chunk being prepared; ``results`` waits for it."""
+
+    batch: workers.Batch | None
+    done: list[Prepared]
+
+    def results(self) -> list[Prepared]:
+        return self.batch.results() if self.batch is not None else self.done
+
+
+def start(chunk: RawChunk, ctx: ValidationContext, folder: Path) -> Started:
+    first, lines, problems = chunk
+    pool = workers.pool()
+    parts = min(pool.size, max(1, len(lines) // POOL_MIN_LINES))
+    step = -(-len(lines) // parts)
+    jobs = []
+    for i, at in enumerate(range(0, len(lines), step)):
+        out = folder / str(i)
+        out.mkdir(parents=True)
+        low, high = first + at, first + at + step
+        mine = {n: p for n, p in problems.items() if low <= n < high}
+        jobs.append(job(low, lines[at : at + step], mine, ctx, str(out)))
+    if len(jobs) < 2:
+        return Started(None, [prepare(j) for j in jobs])
+    return Started(pool.submit(prepare, jobs), [])
+
+
+def files(prepared: list[Prepared]) -> tuple[list[str], list[str]]:
+    """The prepared chunk's lines and staged-event files."""
+    return (
+        [str(Path(p.folder) / LINES_FILE) for p in prepared],
+        [str(Path(p.folder) / STAGED_FILE) for p in prepared],
+    )
