@@ -97,8 +97,8 @@ def _key_fields(entity: str) -> list[str]:
     return ["order_id", "line_no"] if entity == "order_line" else ["customer_id"]
 
 
-GRAMMARS: list[tuple[str, re.Pattern[str]]] = [
-    (entity, _grammar(entity, image, _key_fields(entity), sort))
+GRAMMARS: list[tuple[str, re.Pattern[str], bool]] = [
+    (entity, _grammar(entity, image, _key_fields(entity), sort), sort)
     for sort in (False, True)
     for entity, image in (("order_line", ORDER_IMAGE), ("customer", CUSTOMER_IMAGE))
 ]
@@ -107,9 +107,14 @@ GRAMMARS: list[tuple[str, re.Pattern[str]]] = [
 STAGED_COLUMNS = (
     "line_index", "event_id", "source_seq", "entity", "op", "key", "version", "event_time",
     "content_sha256", "image_sha256", "order_id", "line_no", "store_id", "customer_id", "product_id",
-    "business_date", "quantity", "amount_minor", "cost_minor", "status", "name", "segment",
+    "business_date", "quantity", "amount_minor", "cost_minor", "status", "name", "segment", "rendering",
 )  # fmt: skip
 INT_COLUMNS = frozenset({"source_seq", "version", "line_no", "quantity", "amount_minor", "cost_minor"})
+# How a certified line was written, so the line is its staged event rendered again (storage
+# keeps each fact once: ``storage/landing/receipts.py``): the sum of SORTED (keys sorted, else
+# the contract's field order), WITH_VERSION (``version`` present) and the ``after`` form times
+# AFTER (0 absent, 1 null, 2 an image).
+SORTED, WITH_VERSION, AFTER = 1, 2, 4
 Staged = tuple[object, ...]
 
 
@@ -153,7 +158,7 @@ def certifier(ctx: ValidationContext) -> Callable[[Sequence[str]], list[Staged]]
     dates = _Dates(ctx)
     low, high = ctx.seq_low, ctx.seq_high
     sliced = low is not None or high is not None
-    grammars = [(entity, g.fullmatch, _getter(g)) for entity, g in GRAMMARS]
+    grammars = [(entity, g.fullmatch, _getter(g), SORTED * sort) for entity, g, sort in GRAMMARS]
 
     def certify(lines: Sequence[str]) -> list[Staged]:
         out: list[Staged] = []
@@ -161,7 +166,7 @@ def certifier(ctx: ValidationContext) -> Callable[[Sequence[str]], list[Staged]]
             for grammar in grammars:
                 m = grammar[1](line)
                 if m is not None:
-                    row = _event(index, grammar[0], grammar[2](m), dates)
+                    row = _event(index, grammar[0], grammar[2](m), dates=dates, layout=grammar[3])
                     break
             else:
                 continue
@@ -184,12 +189,16 @@ def _getter(grammar: re.Pattern[str]) -> Callable[[re.Match[str]], tuple[str | N
     return lambda m: picks((*m.groups(), None))
 
 
-def _event(index: int, entity: str, v: tuple[str | None, ...], dates: _Dates) -> Staged | None:
+def _event(
+    index: int, entity: str, v: tuple[str | None, ...], *, dates: _Dates, layout: int
+) -> Staged | None:
     (event_id, seq, op, version, time, after, k_order, k_line, k_customer,
      order_id, line_no, store, customer, product, day, quantity, amount, cost, status,
      name, segment) = v  # fmt: skip
     if not dates.time_ok(time):  # type: ignore[arg-type]
         return None
+    form = 0 if after is None else 1 if after == "null" else 2
+    rendering = layout + (WITH_VERSION if version else 0) + AFTER * form
     version = version or seq
     upsert = op == "upsert"
     if upsert != (after is not None and after != "null"):
@@ -229,5 +238,5 @@ def _event(index: int, entity: str, v: tuple[str | None, ...], dates: _Dates) ->
         image_values = (None, None, None, k_customer, None, None, None, None, None, None, name, segment)
     return (
         index, event_id, seq, entity, op, key, version, time,
-        _SHA(content.encode()).hexdigest(), image_sha, *image_values,
+        _SHA(content.encode()).hexdigest(), image_sha, *image_values, rendering,
     )  # fmt: skip

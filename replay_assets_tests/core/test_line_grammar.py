@@ -28,6 +28,7 @@ def certified(lines_: list[str], ctx: ValidationContext) -> dict[int, dict[str, 
         values = dict(zip(STAGED_COLUMNS, row, strict=True))
         for name in INT_COLUMNS:
             values[name] = None if values[name] is None else int(values[name])
+        values.pop("rendering")
         out[values.pop("line_index")] = values
     return out
 

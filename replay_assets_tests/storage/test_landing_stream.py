@@ -66,7 +66,7 @@ def test_chunks_are_the_files_lines_numbered_from_one(
         for i, (first, lines_, problems_) in enumerate(chunks):
             out = Path(folder) / str(i)
             out.mkdir()
-            prepare(job(first, lines_, problems_, CTX, str(out)))
+            prepare(job(first, lines_, problems_, ctx=CTX, folder=str(out)))
             digests += pl.read_parquet(out / LINES_FILE)["sha256"].to_list()
     raw = data.split(b"\n")
     raw = raw[:-1] if raw and raw[-1] == b"" else raw

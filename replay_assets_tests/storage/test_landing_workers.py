@@ -1,5 +1,7 @@
 """Landing through worker processes gives the warehouse exactly what landing in-process gives:
-every line numbered as in the file across slices, each through the tier that certifies it."""
+every line numbered as in the file across slices, each through the tier that certifies it. A
+certified line's receipt keeps no second copy of its text: ``raw_payloads`` renders it again,
+exactly, in the layout it came in."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import pytest
 
 from replay_assets.storage.landing import parallel, workers
 from replay_assets.usecases.land import land
+from replay_assets_tests.core.test_line_grammar import renderings, variants
 from replay_assets_tests.storage.test_bad_input import D1, deliver, event, make_pipeline, rows
 
 TABLES = {
@@ -54,6 +57,32 @@ def test_worker_processes_land_what_the_landing_process_lands(tmp_path: Path) ->
     split = landed(tmp_path / "workers", pool_min_lines=20)  # 130 lines: one slice per worker
     assert [w for w in workers.pool().workers if w.alive()], "no worker process was used"
     assert split == inline
+    p = make_pipeline(tmp_path / "workers")
+    assert rows(p, "SELECT count(*) FROM raw_payloads WHERE sha256(payload) <> payload_sha256") == [(0,)]
     assert len(inline["raw_receipts"]) == 130 - 22  # blank lines are not receipts
     assert len(inline["rejected_events"]) == 22  # the bad ids, redelivered ones included
     assert len(inline["staged_events"]) == 130 - 22 - 22
+
+
+def test_a_certified_lines_receipt_is_its_staged_event_rendered_again(tmp_path: Path) -> None:
+    """Every layout the grammar certifies (either field order, each entity and op, version and
+    after present or not) keeps no payload, and ``raw_payloads`` gives back the delivered line."""
+    p = make_pipeline(tmp_path)
+    today = {"event_time": "2026-01-10T00:00:00Z"}
+    delivered = []
+    for i, shape in enumerate(variants(), 1):
+        body = {**shape, **today, "event_id": f"E{i}", "source_seq": i}
+        if "version" in body:
+            body["version"] = i
+        if isinstance(body.get("after"), dict) and "business_date" in body["after"]:
+            body["after"] = {**body["after"], "business_date": "2026-01-05"}
+        delivered += renderings(body)
+    delivered.append(json.dumps(json.loads(delivered[0])))  # spaced: kept as delivered
+    deliver(p, D1, "B1", delivered)
+    land(p, D1)
+    stored = rows(p, "SELECT line_number, payload IS NULL, rendering FROM raw_receipts ORDER BY 1")
+    assert [kept for _, kept, _ in stored] == [True] * (len(delivered) - 1) + [False]
+    assert len({code for _, _, code in stored[:-1]}) == 2 * 2 * 3  # layouts x version x after forms
+    sql = "SELECT payload, sha256(payload) = payload_sha256 FROM raw_payloads ORDER BY line_number"
+    given_back = rows(p, sql)
+    assert given_back == [(line, True) for line in delivered]

@@ -4,6 +4,7 @@ internally (they sort correctly); consumer views cast them to DATE."""
 from __future__ import annotations
 
 from replay_assets.core.events import CUSTOMER_IMAGE, ORDER_IMAGE
+from replay_assets.storage.landing.receipts import RAW_PAYLOADS_VIEW
 
 ORDER_COLUMNS = ORDER_IMAGE  # history/consumer column order is the image order
 CUSTOMER_COLUMNS = (*CUSTOMER_IMAGE, "status")
@@ -248,6 +249,14 @@ _V9 = [
     "ALTER TABLE load_date_attempts ADD COLUMN seq BIGINT DEFAULT nextval('attempt_seq')",
 ]
 
+# Throughput (issue 16): each fact once. A line the grammar certified keeps its sha256 and how it
+# was rendered; its text is its staged event rendered again (``raw_payloads``).
+_V10 = [
+    "ALTER TABLE raw_receipts ALTER COLUMN payload DROP NOT NULL",
+    "ALTER TABLE raw_receipts ADD COLUMN rendering TINYINT",
+    RAW_PAYLOADS_VIEW,
+]
+
 MIGRATIONS: list[tuple[int, list[str]]] = [
     (1, _V1),
     (2, _V2),
@@ -258,4 +267,5 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
     (7, _V7),
     (8, _V8),
     (9, _V9),
+    (10, _V10),
 ]

@@ -267,8 +267,8 @@ def _land_prepared(
     values = {n: where[n] for n in names}
     con.execute(
         """INSERT INTO raw_receipts (batch_id, source, load_date, landed_at, source_file,
-               line_number, payload_sha256, payload)
-           SELECT $batch_id, $source, $load_date, $now, $source_file, line_number, sha256, line
+               line_number, payload_sha256, payload, rendering)
+           SELECT $batch_id, $source, $load_date, $now, $source_file, line_number, sha256, line, rendering
            FROM read_parquet($lines)""",
         {**values, "now": now, "lines": lines},
     )
@@ -296,7 +296,7 @@ def _land_rest(
     can (never a line rejected while reading), ``parse_event`` decides the rest."""
     names = ["batch_id", "source", "load_date", "source_file"]
     values = {n: where[n] for n in names}
-    rest = """(SELECT line_number, line FROM read_parquet($lines) WHERE NOT certified
+    rest = """(SELECT line_number, line FROM read_parquet($lines) WHERE rendering IS NULL
                 AND starts_with(line, '{') AND strlen(line) <= $max_bytes
                 AND NOT list_contains($problems, line_number))"""
     sql, params = validation.certified_sql(ctx, rest)
@@ -309,7 +309,7 @@ def _land_rest(
     ).fetchall()
     done = {row[0] for row in certified}
     rest_lines = con.execute(
-        "SELECT line_number, line FROM read_parquet($lines) WHERE NOT certified ORDER BY line_number",
+        "SELECT line_number, line FROM read_parquet($lines) WHERE rendering IS NULL ORDER BY line_number",
         {"lines": lines},
     ).fetchall()
     slow_staged = []

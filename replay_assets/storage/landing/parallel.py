@@ -37,7 +37,7 @@ def start(chunk: RawChunk, ctx: ValidationContext, folder: Path) -> Started:
         out.mkdir(parents=True)
         low, high = first + at, first + at + step
         mine = {n: p for n, p in problems.items() if low <= n < high}
-        jobs.append(job(low, lines[at : at + step], mine, ctx, str(out)))
+        jobs.append(job(low, lines[at : at + step], mine, ctx=ctx, folder=str(out)))
     if len(jobs) < 2:
         return Started(None, [prepare(j) for j in jobs])
     return Started(pool.submit(prepare, jobs), [])

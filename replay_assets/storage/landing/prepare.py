@@ -3,9 +3,10 @@ worker process per core (``workers.py``) or, for a small chunk, in the landing p
 
 Reads no file and touches no warehouse: it takes lines the landing process read (and verified
 against the manifest), and writes two Parquet files into a folder that process owns:
-``lines.parquet`` (every non-blank line with the sha256 of its raw bytes, and whether the grammar
-certified it) and ``staged.parquet`` (the staged event of each certified line). Importing this
-module is cheap on purpose (no DuckDB, no Dagster): it is what a worker process imports.
+``lines.parquet`` (every non-blank line's number and the sha256 of its raw bytes; its text, or
+when the grammar certified it, how it was rendered) and ``staged.parquet`` (the staged event of
+each certified line). Importing this module is cheap on purpose (no DuckDB, no Dagster): it is
+what a worker process imports.
 """
 
 from __future__ import annotations
@@ -45,10 +46,10 @@ class Prepared:
 
 
 def job(
-    first: int, lines: list[str], problems: dict[int, LineProblem], ctx: ValidationContext, folder: str
+    first: int, lines: list[str], problems: dict[int, LineProblem], *, ctx: ValidationContext, folder: str
 ) -> Job:
     """A job that pickles small: the upcasters stay behind (the grammar certifies version 1 only)."""
-    return Job(first, lines, problems, dataclasses.replace(ctx, upcasters={}), folder)
+    return Job(first, lines, problems, ctx=dataclasses.replace(ctx, upcasters={}), folder=folder)
 
 
 def prepare(work: Job) -> Prepared:
@@ -61,15 +62,18 @@ def prepare(work: Job) -> Prepared:
     rows = certifier(work.ctx)(lines)
     if problems:
         rows = [r for r in rows if first + r[0] not in problems]  # type: ignore[operator]
-    certified = {r[0] for r in rows}
+    rendering: list[int | None] = [None] * len(lines)
+    for row in rows:
+        rendering[row[0]] = row[-1]  # type: ignore[call-overload]
     frame = pl.DataFrame(
         {
             "line_number": pl.int_range(first, first + len(lines), dtype=pl.Int64, eager=True),
             "sha256": digests,
-            "line": lines,
-            "certified": [i in certified for i in range(len(lines))],
+            # each fact once: a certified line is its staged event rendered again, not a payload
+            "line": [s if r is None else None for s, r in zip(lines, rendering, strict=True)],
+            "rendering": rendering,
         },
-        schema={"line_number": pl.Int64, "sha256": pl.String, "line": pl.String, "certified": pl.Boolean},
+        schema={"line_number": pl.Int64, "sha256": pl.String, "line": pl.String, "rendering": pl.Int8},
     )
     if blank:
         frame = frame.filter(~pl.col("line_number").is_in([first + i for i in blank]))
@@ -78,8 +82,8 @@ def prepare(work: Job) -> Prepared:
     empty: list[tuple[object, ...]] = [() for _ in STAGED_COLUMNS]
     columns = list(zip(*rows, strict=True)) if rows else empty
     staged = pl.DataFrame(
-        dict(zip(STAGED_COLUMNS, columns, strict=True)),
-        schema={c: pl.Int64 if c == "line_index" else pl.String for c in STAGED_COLUMNS},
+        dict(zip(STAGED_COLUMNS[:-1], columns[:-1], strict=True)),
+        schema={c: pl.Int64 if c == "line_index" else pl.String for c in STAGED_COLUMNS[:-1]},
     )
     staged = staged.with_columns(
         (pl.col("line_index") + first).alias("line_index"), *(pl.col(c).cast(pl.Int64) for c in INT_COLUMNS)
