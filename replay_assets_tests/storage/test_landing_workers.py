@@ -46,6 +46,7 @@ def lines() -> list[str]:
 def landed(home: Path, pool_min_lines: int) -> dict[str, list[tuple[Any, ...]]]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(parallel, "POOL_MIN_LINES", pool_min_lines)
+        patch.setattr(parallel, "SLICE_LINES", pool_min_lines)
         p = make_pipeline(home)
         deliver(p, D1, "B1", lines())
         land(p, D1)

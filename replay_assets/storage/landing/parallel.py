@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import gc
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -11,7 +12,8 @@ from replay_assets.storage.landing import workers
 from replay_assets.storage.landing.area import RawChunk
 from replay_assets.storage.landing.prepare import LINES_FILE, STAGED_FILE, Prepared, job, prepare
 
-POOL_MIN_LINES = 20_000  # below this a chunk is prepared in the landing process
+POOL_MIN_LINES = 10_000  # below this a chunk is prepared in the landing process
+SLICE_LINES = 5_000  # a worker's slice is at least this long
 CHUNK_LINES = 64_000  # small enough that the workers prepare a chunk while the one before lands
 
 
@@ -29,8 +31,8 @@ class Started:
 def start(chunk: RawChunk, ctx: ValidationContext, folder: Path) -> Started:
     first, lines, problems = chunk
     pool = workers.pool()
-    parts = min(pool.size, max(1, len(lines) // POOL_MIN_LINES))
-    step = -(-len(lines) // parts)
+    parts = min(pool.size, -(-len(lines) // SLICE_LINES)) if len(lines) >= POOL_MIN_LINES else 1
+    step = max(1, -(-len(lines) // parts))
     jobs = []
     for i, at in enumerate(range(0, len(lines), step)):
         out = folder / str(i)
@@ -39,7 +41,11 @@ def start(chunk: RawChunk, ctx: ValidationContext, folder: Path) -> Started:
         mine = {n: p for n, p in problems.items() if low <= n < high}
         jobs.append(job(low, lines[at : at + step], mine, ctx=ctx, folder=str(out)))
     if len(jobs) < 2:
-        return Started(None, [prepare(j) for j in jobs])
+        gc.disable()  # a chunk allocates many acyclic objects: no collection needed while it is prepared
+        try:
+            return Started(None, [prepare(j) for j in jobs])
+        finally:
+            gc.enable()
     return Started(pool.submit(prepare, jobs), [])
 
 
