@@ -114,6 +114,7 @@ def run_pipeline(
     command = [str(Path(sys.executable).parent / "replay-assets"), "run", "--home", str(home)]
     if profile:
         out = Path(profile) / f"{case}.txt"
+        out.parent.mkdir(parents=True, exist_ok=True)
         command = ["py-spy", "record", "-r", "50", "-f", "raw", "-o", str(out), "--", *command]
     env = {**os.environ, "REPLAY_ASSETS_NOW": now}
     started = time.monotonic()
