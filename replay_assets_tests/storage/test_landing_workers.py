@@ -6,6 +6,7 @@ exactly, in the layout it came in."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -87,3 +88,16 @@ def test_a_certified_lines_receipt_is_its_staged_event_rendered_again(tmp_path: 
     sql = "SELECT payload, sha256(payload) = payload_sha256 FROM raw_payloads ORDER BY line_number"
     given_back = rows(p, sql)
     assert given_back == [(line, True) for line in delivered]
+
+
+def _fails(_: object) -> None:
+    raise ValueError("a value that must not reach the message")
+
+
+def test_a_worker_that_dies_or_raises_fails_the_batch_and_the_pool_recovers() -> None:
+    pool = workers.pool()
+    with pytest.raises(workers.WorkerFailed, match="died"):
+        pool.submit(os._exit, [3, 3]).results()
+    with pytest.raises(workers.WorkerFailed, match=r"failed: ValueError$"):
+        pool.submit(_fails, [None]).results()
+    assert pool.submit(abs, [-2, -5]).results() == [2, 5]  # new workers took over
