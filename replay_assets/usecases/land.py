@@ -81,6 +81,7 @@ def _land_batch(
     except landing_area.DeliveryMismatch as mismatch:
         raise landing_area.DeliveryMismatch(f"batch {manifest.batch_id}: {mismatch}") from mismatch
     if batch.new:
+        cost.cpu_seconds += batch.worker_cpu_seconds  # CPU of every process the landing used
         record_cost(
             con,
             run_id=run_id,

@@ -50,15 +50,20 @@ def landed(home: Path, pool_min_lines: int) -> dict[str, list[tuple[Any, ...]]]:
         patch.setattr(parallel, "SLICE_LINES", pool_min_lines)
         p = make_pipeline(home)
         deliver(p, D1, "B1", lines())
-        land(p, D1)
-    return {name: sorted(rows(p, sql), key=repr) for name, sql in TABLES.items()}
+        (batch,) = land(p, D1)
+    tables = {name: sorted(rows(p, sql), key=repr) for name, sql in TABLES.items()}
+    (cpu,) = rows(p, "SELECT cpu_seconds FROM costs WHERE step = 'land'")[0]
+    tables["costs"] = [(batch.worker_cpu_seconds > 0, cpu >= batch.worker_cpu_seconds)]
+    return tables
 
 
 def test_worker_processes_land_what_the_landing_process_lands(tmp_path: Path) -> None:
     inline = landed(tmp_path / "inline", pool_min_lines=10**9)
     split = landed(tmp_path / "workers", pool_min_lines=20)  # 130 lines: one slice per worker
     assert [w for w in workers.pool().workers if w.alive()], "no worker process was used"
-    assert split == inline
+    assert {**split, "costs": None} == {**inline, "costs": None}
+    # the landing's recorded CPU time includes its workers' (in-process, its own time has it)
+    assert split["costs"] == [(True, True)] and inline["costs"] == [(False, True)]
     p = make_pipeline(tmp_path / "workers")
     assert rows(p, "SELECT count(*) FROM raw_payloads WHERE sha256(payload) <> payload_sha256") == [(0,)]
     assert len(inline["raw_receipts"]) == 130 - 22  # blank lines are not receipts

@@ -91,6 +91,7 @@ class Landed:
     violations: int
     bytes_read: int
     new: bool
+    worker_cpu_seconds: float = 0.0  # landing workers' CPU time (the landing process's is measured apart)
 
 
 def landed_sha(con: duckdb.DuckDBPyConnection, batch_id: str) -> str | None:
@@ -147,17 +148,20 @@ def land_batch(
         violations=len(found.violations),
         bytes_read=sum(f.size for f in files),
         new=True,
+        worker_cpu_seconds=found.worker_cpu_seconds,
     )
 
 
 @dataclass
 class _Found:
-    """What a batch's lines produced besides staged events: rejections, schema-gate violations
-    and the events each file had upcast, by delivered ``schema_version``."""
+    """What a batch's lines produced besides staged events: rejections, schema-gate violations,
+    the events each file had upcast, by delivered ``schema_version``, and the CPU time its lines
+    took in the landing workers."""
 
     rejected: list[dict[str, Any]] = field(default_factory=list)
     violations: list[dict[str, Any]] = field(default_factory=list)
     upcast: Counter[tuple[str, int]] = field(default_factory=Counter)
+    worker_cpu_seconds: float = 0.0
 
 
 RECORD_LINE_FACTOR = 8  # a source record line may be this many times the event line limit
@@ -262,6 +266,7 @@ def _land_prepared(
     DuckDB's JSON path (another layout of a valid event) and then, one by one, to
     ``parse_event``, which decides every line neither path certified."""
     prepared = started.results()
+    found.worker_cpu_seconds += sum(p.cpu_seconds for p in prepared)
     lines, staged = parallel.files(prepared)
     names = ["batch_id", "source", "load_date", "source_file"]
     values = {n: where[n] for n in names}

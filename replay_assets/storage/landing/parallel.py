@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +26,11 @@ class Started:
     done: list[Prepared]
 
     def results(self) -> list[Prepared]:
-        return self.batch.results() if self.batch is not None else self.done
+        """The prepared pieces; ``cpu_seconds`` is the workers' (0 when prepared in-process,
+        where the landing process's own CPU time counts it already)."""
+        if self.batch is None:
+            return [dataclasses.replace(p, cpu_seconds=0.0) for p in self.done]
+        return self.batch.results()
 
 
 def start(chunk: RawChunk, ctx: ValidationContext, folder: Path) -> Started:

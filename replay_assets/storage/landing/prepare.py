@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,6 +44,7 @@ class Prepared:
     folder: str
     present: int  # non-blank lines (a line rejected while reading counts)
     certified: int
+    cpu_seconds: float  # the preparing process's CPU time for this job
 
 
 def job(
@@ -53,6 +55,7 @@ def job(
 
 
 def prepare(work: Job) -> Prepared:
+    cpu = time.process_time()
     first, lines, problems = work.first, work.lines, work.problems
     sha = hashlib.sha256
     digests = [sha(s.encode()).hexdigest() for s in lines]
@@ -89,4 +92,6 @@ def prepare(work: Job) -> Prepared:
         (pl.col("line_index") + first).alias("line_index"), *(pl.col(c).cast(pl.Int64) for c in INT_COLUMNS)
     ).rename({"line_index": "line_number"})
     staged.write_parquet(folder / STAGED_FILE, compression="uncompressed", statistics=False)
-    return Prepared(work.folder, present=frame.height, certified=len(rows))
+    return Prepared(
+        work.folder, present=frame.height, certified=len(rows), cpu_seconds=time.process_time() - cpu
+    )
