@@ -43,7 +43,7 @@ def _read(stream: IO[bytes]) -> Any:
     data = stream.read(size)
     if len(data) < size:
         raise EOFError
-    return pickle.loads(data)
+    return pickle.loads(data)  # frames of our own parent or child, over private pipes only
 
 
 class _Worker:
