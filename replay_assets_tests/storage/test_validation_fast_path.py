@@ -137,7 +137,8 @@ def test_well_formed_lines_are_certified_with_the_oracles_values() -> None:
         assert {k: got[number][k] for k in expected(event)} == expected(event)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# the grammar tier takes the contract's renderings first now; CI draws new examples every run
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(lines(), min_size=1, max_size=30), st.booleans())
 def test_fast_path_certifies_only_what_the_oracle_accepts_and_agrees_on_it(
     lines_: list[str], sliced: bool
