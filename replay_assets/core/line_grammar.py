@@ -149,7 +149,6 @@ class _Dates:
 
 
 _SHA = hashlib.sha256
-_VALUES = itemgetter(*range(len(GROUPS)))
 
 
 def certifier(ctx: ValidationContext) -> Callable[[Sequence[str]], list[Staged]]:
