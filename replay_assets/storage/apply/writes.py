@@ -16,9 +16,8 @@ from replay_assets.core.state import Counts
 from replay_assets.core.status import PartitionStatus
 from replay_assets.storage.apply import latest
 from replay_assets.storage.db.migrations import CUSTOMER_COLUMNS, ORDER_COLUMNS
-from replay_assets.storage.db.warehouse import one, query_frame
+from replay_assets.storage.db.warehouse import insert_frame, one, query_frame
 from replay_assets.storage.evidence.status import set_status
-from replay_assets.storage.landing.ingest import insert_frame
 
 BUSINESS_FIELDS = tuple(c for c in ORDER_IMAGE if c not in ("order_id", "line_no", "status"))
 VIOLATION = Outcome.VIOLATION.value

@@ -299,3 +299,13 @@ def one(
     connection while an ``execute()`` result is only partly fetched."""
     rows = con.execute(sql, params or []).fetchall()
     return tuple(rows[0]) if rows else None
+
+
+def insert_frame(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame) -> None:
+    """Insert a frame by column name (no values in SQL text; ``table`` is a constant name)."""
+    con.register("_frame", frame)
+    try:
+        columns = ", ".join(frame.columns)
+        con.execute(f"INSERT INTO {table} ({columns}) SELECT {columns} FROM _frame")
+    finally:
+        con.unregister("_frame")

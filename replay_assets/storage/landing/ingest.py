@@ -29,10 +29,11 @@ from replay_assets.core.events import (
     parse_event,
 )
 from replay_assets.core.manifest import Manifest
-from replay_assets.storage.db.warehouse import one
+from replay_assets.storage.db.warehouse import insert_frame, one
 from replay_assets.storage.landing import parallel, validation
-from replay_assets.storage.landing.area import DeliveryFile, DeliveryMismatch, RawChunk
+from replay_assets.storage.landing.area import DeliveryFile, RawChunk
 from replay_assets.storage.landing.files import LineProblem
+from replay_assets.storage.landing.source_records import RECORD_LINE_FACTOR, land_records
 
 STAGED_IMAGE = (*ORDER_IMAGE, *(c for c in CUSTOMER_IMAGE if c not in ORDER_IMAGE))
 STAGED_SCHEMA = pl.Schema(
@@ -63,22 +64,6 @@ STAGED_SCHEMA = pl.Schema(
         "status": pl.String,
         "name": pl.String,
         "segment": pl.String,
-    }
-)
-
-
-SOURCE_RECORDS_SCHEMA = pl.Schema(
-    {
-        "batch_id": pl.String,
-        "load_date": pl.String,
-        "records_file": pl.String,
-        "record_number": pl.Int64,
-        "source_file": pl.String,
-        "line_number": pl.Int64,
-        "adapter": pl.String,
-        "reason": pl.String,
-        "evidence": pl.String,
-        "envelope": pl.String,
     }
 )
 
@@ -134,7 +119,7 @@ def land_batch(
         events += _land_file(con, {**base, "source_file": f.name}, f, ctx=ctx, now=now, found=found)
     _insert_manifest(con, manifest, files=files, events=events, now=now)
     if records is not None:
-        _land_records(con, manifest, records, line_bytes=RECORD_LINE_FACTOR * ctx.max_line_bytes)
+        land_records(con, manifest, records, line_bytes=RECORD_LINE_FACTOR * ctx.max_line_bytes)
     if found.rejected:
         insert_frame(con, "rejected_events", pl.DataFrame(found.rejected).drop("source"))
     if found.violations:
@@ -162,47 +147,6 @@ class _Found:
     violations: list[dict[str, Any]] = field(default_factory=list)
     upcast: Counter[tuple[str, int]] = field(default_factory=Counter)
     worker_cpu_seconds: float = 0.0
-
-
-RECORD_LINE_FACTOR = 8  # a source record line may be this many times the event line limit
-SOURCE_RECORD_FIELDS = ("record", "line", "adapter", "reason", "evidence", "envelope")
-
-
-def _land_records(
-    con: duckdb.DuckDBPyConnection, manifest: Manifest, records: DeliveryFile, line_bytes: int
-) -> None:
-    """The adapter's source records (one JSON object a line: the record's number in the file it
-    read, the native line it became or null, the adapter, why it could not be mapped, its
-    evidence, the record as delivered), verified against the manifest like a data file. A record
-    holds the delivered line and more, so its lines may be longer than an event's."""
-    data_file = manifest.files[0].path if manifest.files else None
-    for first, lines, problems in records.chunks(line_bytes=line_bytes):
-        rows = []
-        for number, line in enumerate(lines, first):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line) if number not in problems else None
-            except ValueError:
-                obj = None
-            if not isinstance(obj, dict) or set(obj) != set(SOURCE_RECORD_FIELDS):
-                raise DeliveryMismatch(f"file {records.name} line {number} is not a source record")
-            rows.append(
-                {
-                    "batch_id": manifest.batch_id,
-                    "load_date": manifest.load_date,
-                    "records_file": records.name,
-                    "record_number": obj["record"],
-                    "source_file": data_file if obj["line"] is not None else None,
-                    "line_number": obj["line"],
-                    "adapter": obj["adapter"],
-                    "reason": obj["reason"],
-                    "evidence": canonical_json(obj["evidence"]),
-                    "envelope": obj["envelope"],
-                }
-            )
-        if rows:
-            insert_frame(con, "source_records", pl.DataFrame(rows, schema=SOURCE_RECORDS_SCHEMA))
 
 
 def _record_upcasts(
@@ -411,13 +355,3 @@ def _insert_manifest(
                 sizes.get(declared.path),
             ],
         )
-
-
-def insert_frame(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame) -> None:
-    """Insert a frame by column name (no values in SQL text; ``table`` is a constant name)."""
-    con.register("_frame", frame)
-    try:
-        columns = ", ".join(frame.columns)
-        con.execute(f"INSERT INTO {table} ({columns}) SELECT {columns} FROM _frame")
-    finally:
-        con.unregister("_frame")

@@ -15,8 +15,7 @@ from replay_assets.core.aggregate import AGGREGATE_COLUMNS, aggregate_frame, con
 from replay_assets.core.gate import CheckOutcome, all_passed, outcome_from_record, outcome_record
 from replay_assets.storage.apply import latest
 from replay_assets.storage.db.migrations import ORDER_COLUMNS
-from replay_assets.storage.db.warehouse import one, query_frame
-from replay_assets.storage.landing.ingest import insert_frame
+from replay_assets.storage.db.warehouse import insert_frame, one, query_frame
 from replay_assets.storage.publish import certify
 
 AGG_KEY = ["store_id", "business_date"]
