@@ -212,8 +212,7 @@ def _land_prepared(
     prepared = started.results()
     found.worker_cpu_seconds += sum(p.cpu_seconds for p in prepared)
     lines, staged = parallel.files(prepared)
-    names = ["batch_id", "source", "load_date", "source_file"]
-    values = {n: where[n] for n in names}
+    values = {n: where[n] for n in _WHERE}
     con.execute(
         """INSERT INTO raw_receipts (batch_id, source, load_date, landed_at, source_file,
                line_number, payload_sha256, payload, rendering)
@@ -221,12 +220,7 @@ def _land_prepared(
            FROM read_parquet($lines)""",
         {**values, "now": now, "lines": lines},
     )
-    columns = ", ".join(c for c in STAGED_SCHEMA if c not in names)
-    con.execute(
-        f"""INSERT INTO staged_events ({", ".join(names)}, {columns})
-            SELECT $batch_id, $source, $load_date, $source_file, {columns} FROM read_parquet($staged)""",
-        {**values, "staged": staged},
-    )
+    _insert_staged(con, "read_parquet($staged)", {**values, "staged": staged})
     present = sum(p.present for p in prepared)
     if present > sum(p.certified for p in prepared):
         _land_rest(con, where, lines, problems=chunk[2], ctx=ctx, found=found)
@@ -243,20 +237,13 @@ def _land_rest(
 ) -> None:
     """The lines of a chunk the grammar did not certify: DuckDB's JSON path certifies what it
     can (never a line rejected while reading), ``parse_event`` decides the rest."""
-    names = ["batch_id", "source", "load_date", "source_file"]
-    values = {n: where[n] for n in names}
     rest = """(SELECT line_number, line FROM read_parquet($lines) WHERE rendering IS NULL
                 AND starts_with(line, '{') AND strlen(line) <= $max_bytes
                 AND NOT list_contains($problems, line_number))"""
     sql, params = validation.certified_sql(ctx, rest)
-    columns = ", ".join(c for c in STAGED_SCHEMA if c not in names)
-    certified = con.execute(
-        f"""INSERT INTO staged_events ({", ".join(names)}, {columns})
-            SELECT $batch_id, $source, $load_date, $source_file, {columns} FROM ({sql})
-            RETURNING line_number""",
-        {**params, **values, "lines": lines, "problems": sorted(problems), "max_bytes": ctx.max_line_bytes},
-    ).fetchall()
-    done = {row[0] for row in certified}
+    values = {n: where[n] for n in _WHERE}
+    params |= {**values, "lines": lines, "problems": sorted(problems), "max_bytes": ctx.max_line_bytes}
+    done = _insert_staged(con, f"({sql})", params, returning=True)
     rest_lines = con.execute(
         "SELECT line_number, line FROM read_parquet($lines) WHERE rendering IS NULL ORDER BY line_number",
         {"lines": lines},
@@ -284,6 +271,23 @@ def _land_rest(
     if slow_staged:
         frame = pl.DataFrame(slow_staged, schema=STAGED_SCHEMA)
         insert_frame(con, "staged_events", frame.select(list(STAGED_SCHEMA)).cast(STAGED_SCHEMA))
+
+
+_WHERE = ("batch_id", "source", "load_date", "source_file")  # a file's columns, bound as parameters
+_STAGED_COLUMNS = ", ".join(c for c in STAGED_SCHEMA if c not in _WHERE)
+
+
+def _insert_staged(
+    con: duckdb.DuckDBPyConnection, source: str, params: dict[str, object], *, returning: bool = False
+) -> set[int]:
+    """Insert the staged events of ``source`` (SQL text of our own: a relation of the event
+    columns) for the file ``params`` names; with ``returning``, their line numbers."""
+    sql = f"""INSERT INTO staged_events ({", ".join(_WHERE)}, {_STAGED_COLUMNS})
+        SELECT $batch_id, $source, $load_date, $source_file, {_STAGED_COLUMNS} FROM {source}"""
+    if not returning:
+        con.execute(sql, params)
+        return set()
+    return {row[0] for row in con.execute(sql + " RETURNING line_number", params).fetchall()}
 
 
 def _violation_row(where: dict[str, Any], v: BatchViolation) -> dict[str, Any]:

@@ -8,13 +8,11 @@ payload_sha256`` holds for every row (the tests check it, an auditor can)."""
 from __future__ import annotations
 
 from replay_assets.core.events import CUSTOMER_IMAGE, ORDER_IMAGE
-from replay_assets.core.line_grammar import AFTER, SORTED, WITH_VERSION
-
-_INTS = frozenset({"source_seq", "line_no", "quantity", "amount_minor", "cost_minor", "version"})
+from replay_assets.core.line_grammar import AFTER, INT_COLUMNS, SORTED, WITH_VERSION
 
 
 def _pair(name: str, column: str) -> list[str]:
-    if name in _INTS:
+    if name in INT_COLUMNS:
         return [f"'\"{name}\":'", column]
     return [f'\'"{name}":"\'', column, "'\"'"]
 
