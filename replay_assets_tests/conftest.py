@@ -5,7 +5,11 @@ end, the benchmark, and the big differential and hypothesis runs."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
+
+from replay_assets_tests.postgres_server import Server, binaries, running
 
 SLOW_MODULES = (
     "crash/",  # kill matrix, random kills, operator holds, races: a child process per case
@@ -31,3 +35,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         where = item.nodeid.removeprefix("replay_assets_tests/")
         if where.startswith(SLOW_MODULES) or getattr(item, "originalname", item.name) in SLOW_TESTS:
             item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[Server]:
+    """A real PostgreSQL server for the session (``postgres_server.py``); skipped, saying why,
+    where Debian's binaries are missing (``.ci/run`` installs them, so CI always runs these)."""
+    bin_dir = binaries()
+    if bin_dir is None:
+        pytest.skip("PostgreSQL's server binaries are not installed (Debian: apt-get install postgresql-15)")
+    with running(bin_dir) as server:
+        yield server

@@ -90,6 +90,9 @@ class Settings:
     retention_load_dates: int = DEFAULT_RETENTION_LOAD_DATES  # the replay horizon (core/retention.py)
     upcasters: Mapping[str, Mapping[int, Upcaster]] = field(default_factory=dict)  # core/upcast.py
     debezium: Mapping[str, SourceMapping] = field(default_factory=dict)  # source -> core/debezium.py
+    # REPLAY_ASSETS_DAGSTER_YAML: the Dagster instance file (e.g. deploy/postgres/dagster.yaml);
+    # None: the project's embedded default (SQLite under the Dagster home)
+    dagster_yaml: Path | None = None
 
     @property
     def landing(self) -> Path:
@@ -201,6 +204,7 @@ def _settings(env: Mapping[str, str], root: Path, cfg: dict[str, Any]) -> Settin
         retention_load_dates=_retention(retention),
         upcasters=parse_upcasters(cfg.get("upcasters", {})),
         debezium=parse_mappings(cfg.get("debezium", {})),
+        dagster_yaml=Path(named) if (named := env.get("REPLAY_ASSETS_DAGSTER_YAML")) else None,
     )
 
 

@@ -12,8 +12,10 @@ from pathlib import Path
 
 import dagster as dg
 
+from replay_assets.core.config import SettingsError
 from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.defs.resources import ReplayResource
+from replay_assets.storage.landing.deliveries import atomic_write
 from replay_assets.usecases.context import Pipeline
 from replay_assets.usecases.prune import prune
 from replay_assets.usecases.recover import finish_in_doubt
@@ -44,16 +46,30 @@ class RunSummary:
         return [key for _, key, ok, _ in self.runs if not ok]
 
 
-def instance_for(dagster_home: Path) -> dg.DagsterInstance:
-    """The home's persistent instance, created with the project's ``dagster.yaml``."""
+def instance_for(dagster_home: Path, config: Path | None = None) -> dg.DagsterInstance:
+    """The home's persistent instance. Its ``dagster.yaml`` is the project's embedded default
+    (written when absent) or, with ``config`` (``REPLAY_ASSETS_DAGSTER_YAML``, e.g.
+    ``deploy/postgres/dagster.yaml``), that file, installed whenever it differs: the daemon, the
+    webserver and ``replay-assets ui`` on this Dagster home then load the same instance."""
     dagster_home.mkdir(parents=True, exist_ok=True)
-    config = dagster_home / "dagster.yaml"
-    if not config.exists():
-        config.write_bytes(PROJECT_INSTANCE_CONFIG.read_bytes())
+    target = dagster_home / "dagster.yaml"
+    if config is not None:
+        try:
+            wanted = config.read_bytes()
+        except OSError:
+            raise SettingsError(f"REPLAY_ASSETS_DAGSTER_YAML: {config} cannot be read") from None
+        if not target.exists() or target.read_bytes() != wanted:
+            atomic_write(target, wanted)
+    elif not target.exists():
+        target.write_bytes(PROJECT_INSTANCE_CONFIG.read_bytes())
     workspace = dagster_home / "workspace.yaml"
     if not workspace.exists():
         workspace.write_text(WORKSPACE, encoding="utf-8")
-    return dg.DagsterInstance.from_config(str(dagster_home))
+    try:
+        return dg.DagsterInstance.from_config(str(dagster_home))
+    except dg.DagsterInvalidConfigError as invalid:  # e.g. DAGSTER_PG_URL unset: names the setting
+        reasons = "; ".join(" ".join(e.message.split("Stack Trace:")[0].split()) for e in invalid.errors)
+        raise SettingsError(f"the Dagster instance file {target}: {reasons}") from None
 
 
 @contextmanager

@@ -47,7 +47,7 @@ class Session:
     @property
     def instance(self) -> dg.DagsterInstance:
         if self._instance is None:
-            self._instance = instance_for(self.dagster_home)
+            self._instance = instance_for(self.dagster_home, self.settings.dagster_yaml)
         return self._instance
 
     def run(self, progress: Callable[[str], None] = lambda _: None) -> RunSummary:
