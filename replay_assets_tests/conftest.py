@@ -1,7 +1,8 @@
 """Test tiers. ``uv run pytest -m "not slow"`` is the daily loop (a few minutes on 2 cores);
 ``uv run pytest`` (and CI) runs everything. The slow tier, in one place: processes killed at
-every journal point, the real daemon and webserver, the browser, the runbook executed end to
-end, the benchmark, and the big differential and hypothesis runs."""
+every journal point, the real daemon and webserver, runs on the real PostgreSQL server, the
+browser, the runbook executed end to end, the benchmark, and the big differential and
+hypothesis runs."""
 
 from __future__ import annotations
 
@@ -27,6 +28,8 @@ SLOW_TESTS = (
     "test_a_fifo_in_place_of_the_data_file_never_hangs_run",  # `replay-assets run` as a child
     "test_a_late_batch_on_a_sealed_date_equals_the_same_batch_on_time",  # two homes an example
     "test_pruning_behind_the_horizon_changes_no_answer_inside_it",  # two homes an example
+    "test_run_on_postgres_records_its_runs_there_and_equals_the_embedded_instance",  # two homes
+    "test_a_killed_run_is_marked_failed_on_postgres_and_its_slots_freed",  # a child killed
 )
 
 

@@ -4,7 +4,7 @@ import getpass
 import os
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -78,10 +78,11 @@ class Session:
             for key in partitions
         ]
 
-    def run_in_subprocess(self, fail_point: str | None = None) -> int:
-        """``replay-assets run`` in a child process (crash tests kill it at ``fail_point``)."""
+    def run_in_subprocess(self, fail_point: str | None = None, env: Mapping[str, str] | None = None) -> int:
+        """``replay-assets run`` in a child process (crash tests kill it at ``fail_point``), in
+        this process's environment or ``env``."""
         env = {
-            **os.environ,
+            **(os.environ if env is None else env),
             "REPLAY_ASSETS_HOME": str(self.settings.home),
             "DAGSTER_HOME": str(self.dagster_home),
         }

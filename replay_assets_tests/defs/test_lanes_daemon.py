@@ -1,4 +1,5 @@
-"""Lanes that really isolate (SPEC 4), proven with the real daemon and webserver on loopback: a
+"""Lanes that really isolate (SPEC 4), proven with the real daemon and webserver on loopback, on
+the embedded instance and on the PostgreSQL one (`deploy/postgres/dagster.yaml`): a
 backfill of historical partitions launched from the CLI, another launched through the webserver's
 GraphQL API the way the UI's backfill dialog does, and current loads picked up by the sensor, all
 at once. Observed lane concurrency stays within the limits, no run fails on the warehouse lock,
@@ -12,6 +13,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -27,8 +29,10 @@ from replay_assets.entrypoints.session import Session
 from replay_assets.storage.landing.deliveries import write_delivery
 from replay_assets.usecases.publish import pending_restatements
 from replay_assets_tests.helpers import settings_for
+from replay_assets_tests.postgres_server import Server
 
 PROJECT = Path(__file__).resolve().parents[2]
+POSTGRES_INSTANCE = PROJECT / "deploy" / "postgres" / "dagster.yaml"
 NOW = "2026-09-10T12:00:00Z"
 DAYS = [f"2026-09-0{d}" for d in range(1, 5)]
 HISTORICAL, CURRENT = DAYS[:2], DAYS[2:]
@@ -91,13 +95,24 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture
-def env(tmp_path: Path) -> dict[str, str]:
+@pytest.fixture(params=["sqlite", "postgres"])
+def env(tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """The home's environment, on the embedded instance (SQLite) or on Dagster's production
+    instance file with a new database of the session's real PostgreSQL server."""
     home = tmp_path / "home"
     (home / "dagster").mkdir(parents=True)
-    (home / "dagster" / "dagster.yaml").write_bytes(PROJECT_INSTANCE_CONFIG.read_bytes())
+    instance: dict[str, str] = {}
+    if request.param == "postgres":
+        server: Server = request.getfixturevalue("postgres")
+        instance["DAGSTER_PG_URL"] = server.create_database(f"lanes_{uuid.uuid4().hex[:12]}")
+        instance["REPLAY_ASSETS_DAGSTER_YAML"] = str(POSTGRES_INSTANCE)
+        for key, value in instance.items():
+            monkeypatch.setenv(key, value)
+    config = POSTGRES_INSTANCE.read_bytes() if instance else PROJECT_INSTANCE_CONFIG.read_bytes()
+    (home / "dagster" / "dagster.yaml").write_bytes(config)
     return {
         **os.environ,
+        **instance,
         "REPLAY_ASSETS_HOME": str(home),
         "DAGSTER_HOME": str(home / "dagster"),
         "REPLAY_ASSETS_NOW": NOW,
@@ -247,6 +262,8 @@ def test_backfills_and_current_loads_together_stay_in_their_lanes(
         assert lane in lanes, f"run {record.dagster_run.run_id} carries no lane"
         if record.start_time and record.end_time:
             lanes[lane].append((record.start_time, record.end_time))
+    if "DAGSTER_PG_URL" in env:  # every process used the PostgreSQL instance: no SQLite storage
+        assert not list((home / "dagster").rglob("*.db"))
     failed = [r.dagster_run.run_id for r in records if r.dagster_run.status != dg.DagsterRunStatus.SUCCESS]
     assert failed == []  # no run failed, on the warehouse lock or otherwise
     observed = {lane: max_overlap(spans) for lane, spans in lanes.items()}
