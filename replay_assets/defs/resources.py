@@ -37,6 +37,7 @@ class ReplayResource(dg.ConfigurableResource):  # type: ignore[type-arg]
     retention_load_dates: int = DEFAULT_RETENTION_LOAD_DATES
     upcasters_json: str = "{}"
     debezium_json: str = "{}"
+    dagster_yaml: str | None = None
 
     @classmethod
     def for_settings(cls, s: Settings) -> "ReplayResource":
@@ -59,6 +60,7 @@ class ReplayResource(dg.ConfigurableResource):  # type: ignore[type-arg]
                 {src: {str(v): u.declaration() for v, u in by.items()} for src, by in s.upcasters.items()}
             ),
             debezium_json=json.dumps({src: m.declaration() for src, m in s.debezium.items()}),
+            dagster_yaml=str(s.dagster_yaml) if s.dagster_yaml is not None else None,
         )
 
     def settings(self) -> Settings:
@@ -79,6 +81,7 @@ class ReplayResource(dg.ConfigurableResource):  # type: ignore[type-arg]
             retention_load_dates=self.retention_load_dates,
             upcasters=parse_upcasters(json.loads(self.upcasters_json)),
             debezium=parse_mappings(json.loads(self.debezium_json)),
+            dagster_yaml=Path(self.dagster_yaml) if self.dagster_yaml is not None else None,
         )
 
     def pipeline(self) -> Pipeline:

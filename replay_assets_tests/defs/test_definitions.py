@@ -179,6 +179,7 @@ def test_every_setting_reaches_the_pipeline_of_the_resource(tmp_path: Path) -> N
         retention_load_dates=9,
         upcasters=parse_upcasters({"erp": {"2": {"rename": {"after.amount_cents": "after.amount_minor"}}}}),
         debezium=parse_mappings({"erp": {"tables": {"public.orders": {"entity": "order_line"}}}}),
+        dagster_yaml=tmp_path / "dagster.yaml",
     )
     at_default = [
         f.name
