@@ -49,3 +49,12 @@ def postgres() -> Iterator[Server]:
         pytest.skip("PostgreSQL's server binaries are not installed (Debian: apt-get install postgresql-15)")
     with running(bin_dir) as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def sail() -> Iterator[str]:
+    """A real local Sail server for the session (``sail_server.py``); its ``sc://`` address."""
+    from replay_assets_tests import sail_server
+
+    with sail_server.running() as remote:
+        yield remote
