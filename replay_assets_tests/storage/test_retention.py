@@ -94,7 +94,7 @@ def _answers(p: Pipeline, inside: list[str]) -> dict[str, Any]:
 
 
 @settings(
-    max_examples=7,  # two homes each; CI draws new ones every run (suite budget)
+    max_examples=5,  # two homes each; CI draws new ones every run (suite budget)
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
