@@ -1,6 +1,7 @@
 """The dependency direction of the house style, enforced: core < storage < usecases < defs/cli."""
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -36,4 +37,22 @@ def test_layer_imports_respect_the_direction(layer: str) -> None:
         for name in imported_modules(path):
             if any(name == bad or name.startswith(bad + ".") for bad in FORBIDDEN[layer]):
                 offenders.append(f"{path.relative_to(PACKAGE)} imports {name}")
+    assert offenders == []
+
+
+SQL_TEXT = re.compile(r"^\s*(SELECT|INSERT|UPDATE|DELETE|CREATE|WITH|MERGE)\b")
+
+
+def test_use_cases_hold_no_sql() -> None:
+    """SQL lives in the storage layer, behind the warehouse port (the adapters' boundary: a
+    second engine implements storage, not the use cases)."""
+    offenders = []
+    for path in sorted((PACKAGE / "usecases").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and SQL_TEXT.match(node.value):
+                offenders.append(f"{path.relative_to(PACKAGE)}:{node.lineno} SQL text")
+            if isinstance(node, ast.ImportFrom) and node.module == "replay_assets.storage.db.warehouse":
+                raw = {"one", "query_frame", "insert_frame"} & {alias.name for alias in node.names}
+                offenders.extend(f"{path.relative_to(PACKAGE)} imports {name}" for name in sorted(raw))
     assert offenders == []

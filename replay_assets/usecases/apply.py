@@ -23,6 +23,7 @@ from replay_assets.storage.apply.facts import record_attempt, require_landed
 from replay_assets.storage.apply.load_date import ApplyResult, apply_load_date, from_record, to_record
 from replay_assets.storage.apply.writes import undo_load_date
 from replay_assets.storage.db import failpoints
+from replay_assets.storage.evidence.attempts import insert_attempt
 from replay_assets.storage.evidence.costs import Cost, measure, record_cost
 from replay_assets.storage.journal import executor as journal
 from replay_assets.storage.journal.identities import apply_operation
@@ -184,10 +185,13 @@ def _keep_failed_state(
     _record_apply_cost(
         pipeline, con, result=result, cost=cost, run_id=run_id, candidate_bytes=path.stat().st_size
     )
-    con.execute(
-        "INSERT INTO load_date_attempts (load_date, identity, status, reason, attempted_at) "
-        "VALUES (?, ?, ?, ?, ?)",
-        [plan.load_date, plan.gate_key, DateStatus.FAILED_CANDIDATE.value, result.reasons[0], pipeline.now()],
+    insert_attempt(
+        con,
+        plan.load_date,
+        plan.gate_key,
+        status=DateStatus.FAILED_CANDIDATE.value,
+        reason=result.reasons[0],
+        now=pipeline.now(),
     )
     return to_record(result), None
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from replay_assets.storage.evidence import notes
 from replay_assets.usecases.context import Pipeline
 
 
@@ -9,9 +10,13 @@ def record_backfill(
     pipeline: Pipeline, backfill_id: str, asset: str, first: str, last: str, note: str, operator: str
 ) -> None:
     with pipeline.warehouse.transaction() as con:
-        con.execute(
-            "INSERT OR REPLACE INTO backfills ("
-            "backfill_id, asset, from_partition, to_partition, lane, note, operator, created_at"
-            ") VALUES (?, ?, ?, ?, 'backfill', ?, ?, ?)",
-            [backfill_id, asset, first, last, note, operator, pipeline.now()],
+        notes.record_backfill(
+            con,
+            backfill_id,
+            asset=asset,
+            first=first,
+            last=last,
+            note=note,
+            operator=operator,
+            now=pipeline.now(),
         )

@@ -12,22 +12,13 @@ from replay_assets.core.plan import with_waiting_statuses
 from replay_assets.core.slo import PartitionSlo, Slo, Slos
 from replay_assets.core.status import PartitionStatus
 from replay_assets.storage.db import in_progress
-from replay_assets.storage.db.warehouse import one, query_frame
 from replay_assets.storage.evidence import attempts as service
 from replay_assets.storage.evidence.costs import run_costs as costs_of_run
 from replay_assets.storage.evidence.status import set_status
-from replay_assets.storage.publish import exports, reverify
+from replay_assets.storage.publish import certify, exports, reverify
 from replay_assets.storage.retention.prune import pruned_through
 from replay_assets.usecases.context import Pipeline
 from replay_assets.usecases.decide import Decision, decide_with
-
-RECONCILE_SQL = """
-    SELECT load_date, sum(source_events) AS source_events, sum(accepted) AS accepted,
-           sum(rejected) AS rejected, sum(skipped_duplicate) AS skipped_duplicate,
-           sum(skipped_stale) AS skipped_stale, string_agg(DISTINCT status, ',') AS statuses,
-           bool_and(status IN ('BLOCKED', 'SKIPPED') OR source_events = accepted + rejected
-                    + skipped_duplicate + skipped_stale) AS adds_up
-    FROM reconciliation GROUP BY load_date ORDER BY load_date"""
 
 
 @dataclass(frozen=True)
@@ -72,13 +63,10 @@ class Operations:
         policy = self.pipeline.settings.slo
         out: Slos = {}
         if business_date is None:
-            keys = con.execute(
-                "SELECT DISTINCT partition_key FROM publications WHERE asset = 'current_orders' ORDER BY 1"
-            ).fetchall()
-            for (key,) in keys:
-                slo = service.slo_for(con, str(key), policy)
+            for key in certify.published_partitions(con, "current_orders"):
+                slo = service.slo_for(con, key, policy)
                 if slo is not None:
-                    out["current_orders", str(key)] = PartitionSlo("current_orders", str(key), str(key), slo)
+                    out["current_orders", key] = PartitionSlo("current_orders", key, key, slo)
         days = None if business_date is None else [business_date]
         for day, (slo, fed_by) in service.daily_slos(con, policy, days).items():
             out["daily_aggregates", day] = PartitionSlo("daily_aggregates", day, fed_by, slo)
@@ -107,20 +95,12 @@ class Operations:
     def daily_totals(self, first: str, last: str) -> list[dict[str, Any]]:
         """Certified totals per business date over all stores (for the UI's chart)."""
         with self.pipeline.warehouse.connect() as con:
-            return query_frame(
-                con,
-                """SELECT CAST(business_date AS VARCHAR) AS business_date,
-                          sum(order_count) AS order_count, sum(amount_minor) AS amount_minor,
-                          sum(gross_profit_minor) AS gross_profit_minor
-                   FROM daily_aggregates WHERE CAST(business_date AS VARCHAR) BETWEEN ? AND ?
-                   GROUP BY 1 ORDER BY 1""",
-                [first, last],
-            ).to_dicts()
+            return exports.daily_totals(con, first, last)
 
     def reconcile(self) -> list[dict[str, Any]]:
         """Per load date: the reconciliation sums and whether they add up (SPEC 3.5)."""
         with self.pipeline.warehouse.connect() as con:
-            return query_frame(con, RECONCILE_SQL).to_dicts()
+            return exports.reconciliation_report(con)
 
     def status_report(self) -> tuple[Decision, dict[str, list[dict[str, Any]]], Slos]:
         """Read-only, in one read of the last committed state (one wait at most while a writer
@@ -155,21 +135,13 @@ class Operations:
         live = self.status_report()[1]["partitions"]
         rows = sorted((r for r in live if r["partition_key"] == partition), key=lambda r: str(r["asset"]))
         with self.pipeline.reader.read() as con:
-            pointer = one(con, "SELECT value FROM pointers WHERE name = 'published_load_date'")
-            versions = {
-                str(a): int(v)
-                for a, v in con.execute(
-                    "SELECT asset, max(version) FROM publications WHERE partition_key = ? GROUP BY asset",
-                    [partition],
-                ).fetchall()
-            }
+            pointer = certify.pointer(con)
+            versions = certify.newest_versions(con, partition)
             found = self._slos(con, partition)
             slo = service.slo_for(con, partition, self.pipeline.settings.slo)
         if slo is not None:
             found["current_orders", partition] = PartitionSlo("current_orders", partition, partition, slo)
-        return consumer_text(
-            partition, rows, versions=versions, pointer=pointer[0] if pointer else None, slos=found
-        )
+        return consumer_text(partition, rows, versions=versions, pointer=pointer, slos=found)
 
 
 IMPACT = {

@@ -13,7 +13,7 @@ from replay_assets.storage.apply.facts import contiguous_ranges
 from replay_assets.storage.evidence.costs import measure, record_cost
 from replay_assets.storage.journal import executor as journal
 from replay_assets.storage.journal.identities import publications_digest, publish_operation
-from replay_assets.storage.publish.aggregates import Published, publish_aggregates
+from replay_assets.storage.publish.aggregates import Published, pending_groups, publish_aggregates
 from replay_assets.usecases.context import Pipeline
 from replay_assets.usecases.recover import refresh_published
 
@@ -63,10 +63,6 @@ def pending_restatements(
 ) -> tuple[list[tuple[str, str]], str]:
     """Contiguous ranges of business dates with queued groups, and a key for the queue state."""
     with pipeline.warehouse.connect(timeout) as con:
-        rows = con.execute("""
-            SELECT business_date, store_id, load_date, CAST(queued_at AS VARCHAR)
-            FROM restatement_queue WHERE released_at IS NULL
-              AND load_date <= (SELECT max(value) FROM pointers WHERE name = 'published_load_date')
-            ORDER BY 1, 2, 3""").fetchall()
+        rows = pending_groups(con)
     dates = sorted({r[0] for r in rows})
     return contiguous_ranges(dates), sha256_text(canonical_json([list(r) for r in rows]))

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from replay_assets.storage.db.warehouse import one
+from replay_assets.storage.evidence import notes
 from replay_assets.usecases.context import Pipeline
 
 
 def cursor(pipeline: Pipeline, sensor: str) -> str | None:
     with pipeline.warehouse.connect() as con:
-        row = one(con, "SELECT cursor FROM sensor_cursors WHERE name = ?", [sensor])
-    return str(row[0]) if row else None
+        return notes.sensor_cursor(con, sensor)
 
 
 def save_cursor(pipeline: Pipeline, sensor: str, cursor: str) -> None:
     with pipeline.warehouse.transaction() as con:
-        con.execute("INSERT OR REPLACE INTO sensor_cursors (name, cursor) VALUES (?, ?)", [sensor, cursor])
+        notes.save_sensor_cursor(con, sensor, cursor)

@@ -9,6 +9,7 @@ import duckdb
 from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.plan import DatePlan, WarehouseFacts
 from replay_assets.core.status import DateStatus, PartitionStatus
+from replay_assets.storage.evidence.attempts import insert_attempt
 from replay_assets.storage.evidence.status import set_status
 from replay_assets.storage.publish import certify
 from replay_assets.storage.retention.prune import pruned_through
@@ -49,12 +50,8 @@ def contiguous_ranges(dates: list[str]) -> list[tuple[str, str]]:
 def record_attempt(
     con: duckdb.DuckDBPyConnection, plan: DatePlan, status: PartitionStatus, reason: str, now: dt.datetime
 ) -> None:
-    con.execute(  # keyed by the file fingerprints: replacing the broken file makes the date ready
-        "INSERT INTO load_date_attempts ("
-        "load_date, identity, status, reason, attempted_at"
-        ") VALUES (?, ?, ?, ?, ?)",
-        [plan.load_date, plan.attempt_key, status.value, reason, now],
-    )
+    # keyed by the file fingerprints: replacing the broken file makes the date ready
+    insert_attempt(con, plan.load_date, plan.attempt_key, status=status.value, reason=reason, now=now)
     set_status(con, "current_orders", keys=[plan.load_date], status=status, reason=reason, now=now)
 
 

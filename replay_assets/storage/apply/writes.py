@@ -17,6 +17,7 @@ from replay_assets.core.status import PartitionStatus
 from replay_assets.storage.apply import latest
 from replay_assets.storage.db.migrations import CUSTOMER_COLUMNS, ORDER_COLUMNS
 from replay_assets.storage.db.warehouse import insert_frame, one, query_frame
+from replay_assets.storage.evidence.attempts import insert_attempt
 from replay_assets.storage.evidence.status import set_status
 
 BUSINESS_FIELDS = tuple(c for c in ORDER_IMAGE if c not in ("order_id", "line_no", "status"))
@@ -95,12 +96,7 @@ def record_blocked(
     )
     blamed = sorted(set(found["batch_id"].to_list()))
     reason = f"batch {blamed[0]}: {found['detail'][0]}"
-    con.execute(
-        "INSERT INTO load_date_attempts ("
-        "load_date, identity, status, reason, attempted_at"
-        ") VALUES (?, ?, 'BLOCKED', ?, ?)",
-        [plan.load_date, plan.identity, reason, now],
-    )
+    insert_attempt(con, plan.load_date, plan.identity, status="BLOCKED", reason=reason, now=now)
     for b in blamed:
         source = next(d.source for d in plan.batches if d.batch_id == b)
         con.execute(

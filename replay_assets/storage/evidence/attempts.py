@@ -34,6 +34,24 @@ def record_step_attempt(
     )
 
 
+def insert_attempt(
+    con: duckdb.DuckDBPyConnection,
+    load_date: str,
+    identity: str,
+    *,
+    status: str,
+    reason: str,
+    now: dt.datetime,
+) -> None:
+    """One attempt at a load date's input (``identity``): the newest attempt of an input is what
+    the plan sees (``load_date_attempts.seq`` orders attempts at one instant)."""
+    con.execute(
+        "INSERT INTO load_date_attempts (load_date, identity, status, reason, attempted_at) "
+        "VALUES (?, ?, ?, ?, ?)",
+        [load_date, identity, status, reason, now],
+    )
+
+
 def step_attempts(con: duckdb.DuckDBPyConnection, run_id: str) -> list[tuple[str, str, int, str, str]]:
     """(step, partition, attempt, outcome, detail) of one run, in the order they happened."""
     rows = con.execute(

@@ -213,3 +213,14 @@ def _publish_or_keep(
         [now, run_id, day, as_of],
     )
     return version, 0
+
+
+def pending_groups(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str, str, str]]:
+    """The queued groups a restatement will publish: (business date, store, load date, queued
+    at as text), of load dates the published pointer has reached, in order."""
+    rows = con.execute("""
+        SELECT business_date, store_id, load_date, CAST(queued_at AS VARCHAR)
+        FROM restatement_queue WHERE released_at IS NULL
+          AND load_date <= (SELECT max(value) FROM pointers WHERE name = 'published_load_date')
+        ORDER BY 1, 2, 3""").fetchall()
+    return [(str(r[0]), str(r[1]), str(r[2]), str(r[3])) for r in rows]  # all VARCHAR but queued_at

@@ -54,6 +54,22 @@ def pointer(con: duckdb.DuckDBPyConnection) -> str | None:
     return str(row[0]) if row else None
 
 
+def published_partitions(con: duckdb.DuckDBPyConnection, asset: str) -> list[str]:
+    """Every partition of ``asset`` with a publication, in order."""
+    rows = con.execute(
+        "SELECT DISTINCT partition_key FROM publications WHERE asset = ? ORDER BY 1", [asset]
+    ).fetchall()
+    return [str(key) for (key,) in rows]
+
+
+def newest_versions(con: duckdb.DuckDBPyConnection, partition: str) -> dict[str, int]:
+    """Per asset, the newest publication version of ``partition``."""
+    rows = con.execute(
+        "SELECT asset, max(version) FROM publications WHERE partition_key = ? GROUP BY asset", [partition]
+    ).fetchall()
+    return {str(asset): int(version) for asset, version in rows}
+
+
 def recomputed_controls(con: duckdb.DuckDBPyConnection, day: str) -> Controls:
     """Controls by SQL over the history macro: a path independent of the polars one."""
     row = one(con, SQL_CONTROLS, [day])

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 import duckdb
 import polars as pl
@@ -104,3 +104,30 @@ def status_report(con: duckdb.DuckDBPyConnection) -> dict[str, list[dict[str, ob
         "costs": query_frame(con, "SELECT * FROM costs ORDER BY recorded_at, step, partition_key").to_dicts(),
         "batch_costs": batch_costs(con),
     }
+
+
+RECONCILE_SQL = """
+    SELECT load_date, sum(source_events) AS source_events, sum(accepted) AS accepted,
+           sum(rejected) AS rejected, sum(skipped_duplicate) AS skipped_duplicate,
+           sum(skipped_stale) AS skipped_stale, string_agg(DISTINCT status, ',') AS statuses,
+           bool_and(status IN ('BLOCKED', 'SKIPPED') OR source_events = accepted + rejected
+                    + skipped_duplicate + skipped_stale) AS adds_up
+    FROM reconciliation GROUP BY load_date ORDER BY load_date"""
+
+
+def reconciliation_report(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    """Per load date: the reconciliation sums and whether they add up (SPEC 3.5)."""
+    return query_frame(con, RECONCILE_SQL).to_dicts()
+
+
+def daily_totals(con: duckdb.DuckDBPyConnection, first: str, last: str) -> list[dict[str, Any]]:
+    """Certified totals per business date over all stores."""
+    return query_frame(
+        con,
+        """SELECT CAST(business_date AS VARCHAR) AS business_date,
+                  sum(order_count) AS order_count, sum(amount_minor) AS amount_minor,
+                  sum(gross_profit_minor) AS gross_profit_minor
+           FROM daily_aggregates WHERE CAST(business_date AS VARCHAR) BETWEEN ? AND ?
+           GROUP BY 1 ORDER BY 1""",
+        [first, last],
+    ).to_dicts()

@@ -1,0 +1,91 @@
+"""An operator's decisions on one batch, in the warehouse: a skip (``batch_resolutions``, the
+batch's reconciliation marked SKIPPED) and a relanding (``batch_relandings``, its landed rows
+removed), with the facts those decisions are refused or allowed on."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import duckdb
+
+from replay_assets.core.errors import Violation
+from replay_assets.storage.db.warehouse import one
+
+# a batch's landed rows, removed by a relanding (the delivered files stay in the landing area)
+LANDED_TABLES = (
+    "raw_receipts",
+    "staged_events",
+    "rejected_events",
+    "batch_violations",
+    "upcast_events",
+    "source_records",
+    "landed_files",
+    "reconciliation",
+    "manifests",
+)
+
+
+def landed(con: duckdb.DuckDBPyConnection, batch_id: str) -> tuple[str, str] | None:
+    """The load date and manifest sha256 a landed batch came with, or None."""
+    row = one(con, "SELECT load_date, manifest_sha256 FROM manifests WHERE batch_id = ?", [batch_id])
+    return (str(row[0]), str(row[1])) if row else None
+
+
+def schema_gated(con: duckdb.DuckDBPyConnection, batch_id: str) -> int:
+    """How many of the batch's events the schema gate refused (an undeclared schema version)."""
+    row = one(
+        con,
+        "SELECT count(*) FROM batch_violations WHERE batch_id = ? AND rule = ?",
+        [batch_id, Violation.UNSUPPORTED_SCHEMA_VERSION.value],
+    )
+    return int(row[0]) if row else 0
+
+
+def violated_on(con: duckdb.DuckDBPyConnection, batch_id: str, load_date: str) -> bool:
+    """Whether the batch has a contract violation recorded on ``load_date``."""
+    found = one(
+        con, "SELECT 1 FROM batch_violations WHERE batch_id = ? AND load_date = ?", [batch_id, load_date]
+    )
+    return found is not None
+
+
+def record_relanding(
+    con: duckdb.DuckDBPyConnection,
+    batch_id: str,
+    load_date: str,
+    manifest_sha256: str,
+    *,
+    note: str,
+    operator: str,
+    now: dt.datetime,
+) -> None:
+    """Record the relanding (with the violations and rejections it undoes), then remove the
+    batch's landed rows so the next run lands the same files again."""
+    rejected = one(con, "SELECT count(*) FROM rejected_events WHERE batch_id = ?", [batch_id])
+    con.execute(
+        "INSERT INTO batch_relandings (batch_id, load_date, manifest_sha256, violations, rejected, "
+        "note, operator, relanded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            batch_id,
+            load_date,
+            manifest_sha256,
+            schema_gated(con, batch_id),
+            rejected[0] if rejected else 0,
+            note,
+            operator,
+            now,
+        ],
+    )
+    for table in LANDED_TABLES:  # constant names
+        con.execute(f"DELETE FROM {table} WHERE batch_id = ?", [batch_id])
+
+
+def record_skip(
+    con: duckdb.DuckDBPyConnection, batch_id: str, *, note: str, operator: str, now: dt.datetime
+) -> None:
+    con.execute(
+        """INSERT OR REPLACE INTO batch_resolutions (batch_id, action, note, operator, resolved_at)
+           VALUES (?, 'skip', ?, ?, ?)""",
+        [batch_id, note, operator, now],
+    )
+    con.execute("UPDATE reconciliation SET status = 'SKIPPED' WHERE batch_id = ?", [batch_id])
