@@ -3,6 +3,7 @@ home's Dagster instance, until nothing is pending (``replay-assets run``)."""
 
 import fcntl
 import os
+import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -70,6 +71,17 @@ def instance_for(dagster_home: Path, config: Path | None = None) -> dg.DagsterIn
     except dg.DagsterInvalidConfigError as invalid:  # e.g. DAGSTER_PG_URL unset: names the setting
         reasons = "; ".join(" ".join(e.message.split("Stack Trace:")[0].split()) for e in invalid.errors)
         raise SettingsError(f"the Dagster instance file {target}: {reasons}") from None
+    except Exception as error:
+        # dagster-postgres is imported only by an instance that uses it (its import costs 0.7 s
+        # of every `run`), so its exception class is looked up, not imported
+        postgres = sys.modules.get("dagster_postgres.utils")
+        if postgres is None or not isinstance(error, postgres.DagsterPostgresException):
+            raise
+        raise ReplayError(  # the library's message may carry the server's words; ours names no URL
+            ErrorCode.INSTANCE_UNREACHABLE,
+            f"the Dagster instance of {target} keeps its storage on PostgreSQL, which does not answer: "
+            "check DAGSTER_PG_URL (host, port, credentials)",
+        ) from None
 
 
 @contextmanager

@@ -109,13 +109,19 @@ def test_a_killed_run_is_marked_failed_on_postgres_and_its_slots_freed(
     assert set(statuses.values()) == {"FAILURE", "SUCCESS"}
 
 
-def test_an_unset_url_is_a_usage_error_naming_the_variable(
+def test_instance_setting_errors_name_the_variable_never_the_url(
     database: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.delenv("DAGSTER_PG_URL")
     assert main(["run", "--home", str(tmp_path / "home")]) == 2
     err = capsys.readouterr().err
     assert "REPLAY_USAGE" in err and "DAGSTER_PG_URL" in err and "Stack Trace" not in err
+    # a server that does not answer (a closed port): after dagster-postgres's own retries
+    monkeypatch.setenv("DAGSTER_PG_URL", f"postgresql+psycopg2://postgres:{SECRET}@127.0.0.1:1/{database}")
+    assert main(["run", "--home", str(tmp_path / "home")]) == 1
+    out, err = capsys.readouterr()
+    assert "REPLAY_INSTANCE_UNREACHABLE" in err and "DAGSTER_PG_URL" in err
+    assert SECRET not in out + err
     monkeypatch.setenv("REPLAY_ASSETS_DAGSTER_YAML", str(tmp_path / "missing.yaml"))
     assert main(["run", "--home", str(tmp_path / "home")]) == 2
     assert "REPLAY_ASSETS_DAGSTER_YAML" in capsys.readouterr().err
