@@ -14,7 +14,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +42,7 @@ def _free_port() -> int:
 @dataclass(frozen=True)
 class Server:
     port: int
+    bin_dir: Path
 
     def url(self, database: str) -> str:
         """SQLAlchemy's URL (``DAGSTER_PG_URL``): the driver named, since SQLAlchemy 2.1 reads a
@@ -69,6 +70,16 @@ class Server:
         finally:
             con.close()
         return self.url(name)
+
+    def dump(self, database: str) -> str:
+        """Everything ``database`` holds, as ``pg_dump`` writes it (schema and rows)."""
+        done = subprocess.run(
+            [str(self.bin_dir / "pg_dump"), "--no-owner", self._dsn(database)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return done.stdout
 
     def query(self, database: str, statement: str, params: tuple[object, ...] = ()) -> list[tuple[Any, ...]]:
         con = psycopg2.connect(self._dsn(database))
@@ -98,15 +109,38 @@ def running(bin_dir: Path) -> Iterator[Server]:
             tail = done.stderr.strip()[-2000:]
             raise RuntimeError(f"{Path(cmd[0]).name} failed ({done.returncode}): {tail}")
 
-    port = _free_port()
     try:
         run(str(bin_dir / "initdb"), "-D", str(data), "-U", SUPERUSER, "--auth=trust", "--no-sync")
-        options = f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off"
-        log = str(folder / "server.log")
-        run(str(bin_dir / "pg_ctl"), "-D", str(data), "-o", options, "-l", log, "-w", "start")
+        port = _start(run, bin_dir, folder)
         try:
-            yield Server(port)
+            yield Server(port, bin_dir)
         finally:
             run(str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop")
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _start(run: Callable[..., None], bin_dir: Path, folder: Path) -> int:
+    """``pg_ctl start`` on a free port, chosen just before; another port when something else took
+    it in between (the server log says it could not bind). Returns the port."""
+    for _ in range(5):
+        port = _free_port()
+        options = f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off"
+        log = folder / "server.log"
+        try:
+            run(
+                str(bin_dir / "pg_ctl"),
+                "-D",
+                str(folder / "data"),
+                "-o",
+                options,
+                "-l",
+                str(log),
+                "-w",
+                "start",
+            )
+            return port
+        except RuntimeError:
+            if "could not bind" not in log.read_text(encoding="utf-8", errors="replace"):
+                raise
+    raise RuntimeError("no free port for PostgreSQL after 5 tries")

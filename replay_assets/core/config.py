@@ -90,8 +90,9 @@ class Settings:
     retention_load_dates: int = DEFAULT_RETENTION_LOAD_DATES  # the replay horizon (core/retention.py)
     upcasters: Mapping[str, Mapping[int, Upcaster]] = field(default_factory=dict)  # core/upcast.py
     debezium: Mapping[str, SourceMapping] = field(default_factory=dict)  # source -> core/debezium.py
-    # REPLAY_ASSETS_DAGSTER_YAML: the Dagster instance file (e.g. deploy/postgres/dagster.yaml);
-    # None: the project's embedded default (SQLite under the Dagster home)
+    # REPLAY_ASSETS_DAGSTER_YAML: the Dagster instance file (e.g. deploy/postgres/dagster.yaml),
+    # installed into the Dagster home; None: whatever that home holds, the project's embedded
+    # default (SQLite) when it holds none
     dagster_yaml: Path | None = None
 
     @property

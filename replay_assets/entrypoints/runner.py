@@ -4,6 +4,7 @@ home's Dagster instance, until nothing is pending (``replay-assets run``)."""
 import fcntl
 import os
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -16,7 +17,6 @@ import dagster as dg
 from replay_assets.core.config import SettingsError
 from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.defs.resources import ReplayResource
-from replay_assets.storage.landing.deliveries import atomic_write
 from replay_assets.usecases.context import Pipeline
 from replay_assets.usecases.prune import prune
 from replay_assets.usecases.recover import finish_in_doubt
@@ -60,7 +60,7 @@ def instance_for(dagster_home: Path, config: Path | None = None) -> dg.DagsterIn
         except OSError:
             raise SettingsError(f"REPLAY_ASSETS_DAGSTER_YAML: {config} cannot be read") from None
         if not target.exists() or target.read_bytes() != wanted:
-            atomic_write(target, wanted)
+            _install(target, wanted)
     elif not target.exists():
         target.write_bytes(PROJECT_INSTANCE_CONFIG.read_bytes())
     workspace = dagster_home / "workspace.yaml"
@@ -79,9 +79,24 @@ def instance_for(dagster_home: Path, config: Path | None = None) -> dg.DagsterIn
             raise
         raise ReplayError(  # the library's message may carry the server's words; ours names no URL
             ErrorCode.INSTANCE_UNREACHABLE,
-            f"the Dagster instance of {target} keeps its storage on PostgreSQL, which does not answer: "
-            "check DAGSTER_PG_URL (host, port, credentials)",
+            f"the Dagster instance of {target} keeps its storage on PostgreSQL, which did not answer "
+            "or could not create its tables: check DAGSTER_PG_URL (host, port, credentials)",
         ) from None
+
+
+def _install(target: Path, content: bytes) -> None:
+    """Write ``target`` through a temporary file of its own (two commands installing at once
+    each rename a whole file; the reader never sees a partial one)."""
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(content)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 @contextmanager

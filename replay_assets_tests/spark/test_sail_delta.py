@@ -5,6 +5,8 @@ note before anything else."""
 
 import json
 import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -17,8 +19,10 @@ ROW = "k INT, v STRING, version INT"
 
 
 @pytest.fixture
-def spark(sail: str) -> SparkSession:
-    return session(sail)
+def spark(sail: str) -> Iterator[SparkSession]:
+    s = session(sail)
+    yield s
+    s.stop()
 
 
 def _versions(table: Path) -> int:
@@ -76,40 +80,51 @@ def test_idempotent_write_ids_are_ignored_so_the_fence_cannot_use_them(
     assert not [a for a in _log_actions(table) if "txn" in a]
 
 
-def test_concurrent_merges_of_one_journal_key_commit_it_once(sail: str, tmp_path: Path) -> None:
+@dataclass
+class Claims:
+    """What the writers of one journal key saw: rows each inserted, who lost the commit, and
+    any other error (which fails the test rather than only its thread)."""
+
+    inserted: list[int] = field(default_factory=list)
+    lost: list[int] = field(default_factory=list)
+    other: list[BaseException] = field(default_factory=list)
+
+
+def _claim(sail: str, journal: Path, key: str, worker: int, barrier: threading.Barrier, seen: Claims) -> None:
+    s = session(sail)
+    try:
+        s.createDataFrame([(key, worker)], "op STRING, worker INT").createOrReplaceTempView("claim")
+        barrier.wait()
+        [row] = s.sql(
+            f"""MERGE INTO delta.`{journal}` j USING claim c ON j.op = c.op
+            WHEN NOT MATCHED THEN INSERT *"""
+        ).collect()
+        seen.inserted.append(row[0])
+    except PySparkException:
+        seen.lost.append(worker)  # the other writer committed first: re-read and see its row
+    except BaseException as error:
+        seen.other.append(error)
+    finally:
+        s.stop()
+
+
+def test_concurrent_merges_of_one_journal_key_commit_it_once(
+    spark: SparkSession, sail: str, tmp_path: Path
+) -> None:
     journal = tmp_path / "journal"
-    spark = session(sail)
     spark.createDataFrame([("seed", 0)], "op STRING, worker INT").write.format("delta").save(str(journal))
     for trial in range(3):
-        key = f"op-{trial}"
-        barrier, inserted, lost = threading.Barrier(2), list[int](), list[int]()
-
-        def claim(
-            worker: int,
-            key: str = key,
-            barrier: threading.Barrier = barrier,
-            inserted: list[int] = inserted,
-            lost: list[int] = lost,
-        ) -> None:
-            s = session(sail)
-            s.createDataFrame([(key, worker)], "op STRING, worker INT").createOrReplaceTempView("claim")
-            barrier.wait()
-            try:
-                [row] = s.sql(
-                    f"""MERGE INTO delta.`{journal}` j USING claim c ON j.op = c.op
-                    WHEN NOT MATCHED THEN INSERT *"""
-                ).collect()
-                inserted.append(row[0])
-            except PySparkException:
-                lost.append(worker)  # the other writer committed first: re-read and see its row
-
-        threads = [threading.Thread(target=claim, args=(w,)) for w in (1, 2)]
+        key, barrier, seen = f"op-{trial}", threading.Barrier(2), Claims()
+        threads = [
+            threading.Thread(target=_claim, args=(sail, journal, key, w, barrier, seen)) for w in (1, 2)
+        ]
         for t in threads:
             t.start()
         for t in threads:
             t.join()
+        assert seen.other == []
         rows = spark.read.format("delta").load(str(journal)).where(f"op = '{key}'").count()
-        assert rows == 1 and sum(inserted) == 1, (trial, inserted, lost)
+        assert rows == 1 and sum(seen.inserted) == 1, (trial, seen)
 
 
 def test_time_travel_returns_a_table_to_a_version_and_restore_does_not_parse(
@@ -119,7 +134,7 @@ def test_time_travel_returns_a_table_to_a_version_and_restore_does_not_parse(
     spark.createDataFrame([(1, "a", 1)], ROW).write.format("delta").save(str(table))
     spark.createDataFrame([(2, "uncommitted", 1)], ROW).write.format("delta").mode("append").save(str(table))
     spark.sql(f"CREATE TABLE state USING delta LOCATION '{table}'").collect()
-    with pytest.raises(PySparkException):
+    with pytest.raises(PySparkException, match="found RESTORE"):  # a parse error, not a failed restore
         spark.sql("RESTORE TABLE state TO VERSION AS OF 0").collect()
     spark.sql("INSERT OVERWRITE state SELECT * FROM state VERSION AS OF 0").collect()
     assert _rows(spark, table) == [(1, "a", 1)]
