@@ -87,12 +87,14 @@ def cmd_ui(args: argparse.Namespace) -> int:
     session = Session(settings, settings.dagster_home)  # the home's own instance, whatever DAGSTER_HOME says
     home, dagster_home = settings.home.resolve(), settings.dagster_home.resolve()
     landing = settings.landing
+    # the home's instance file first (the project's, or REPLAY_ASSETS_DAGSTER_YAML's) and its
+    # workspace.yaml, so the sample's runs are recorded on the instance the UI serves
+    _ = session.instance
+    session.close()
     if not args.no_sample and not any(landing.glob("*/*/*.manifest.json")):
         print(f"{home} is empty: landing the sample scenario (seed 003) first")
         _quiet_dagster_warnings()
         seed003_demo(settings.home, lambda line: None)
-    _ = session.instance  # $DAGSTER_HOME with the project's dagster.yaml and workspace.yaml
-    session.close()
     dagster = str(Path(sys.executable).with_name("dagster"))
     workspace = str(dagster_home / "workspace.yaml")
     cmd = [dagster, "dev", "-w", workspace, "-h", args.host, "-p", str(args.port)]

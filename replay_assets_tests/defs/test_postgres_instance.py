@@ -125,3 +125,14 @@ def test_instance_setting_errors_name_the_variable_never_the_url(
     monkeypatch.setenv("REPLAY_ASSETS_DAGSTER_YAML", str(tmp_path / "missing.yaml"))
     assert main(["run", "--home", str(tmp_path / "home")]) == 2
     assert "REPLAY_ASSETS_DAGSTER_YAML" in capsys.readouterr().err
+
+
+def test_the_ui_records_its_sample_on_the_named_instance(
+    database: str, postgres: Server, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    home = tmp_path / "home"
+    assert main(["ui", "--home", str(home), "--dry-run"]) == 0
+    assert "landing the sample scenario" in capsys.readouterr().out
+    assert postgres.query(database, "SELECT count(*) FROM runs")[0][0] > 0  # the sample's runs
+    assert (home / "dagster" / "dagster.yaml").read_bytes() == DEPLOY.read_bytes()
+    assert not list((home / "dagster").rglob("*.db"))
