@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
 from collections.abc import Callable, Iterator
@@ -23,6 +22,8 @@ from typing import Any
 import psycopg2
 from psycopg2 import sql
 
+from replay_assets_tests.ports import free_port
+
 DEBIAN_BINARIES = Path("/usr/lib/postgresql")
 SUPERUSER = "postgres"
 
@@ -31,12 +32,6 @@ def binaries() -> Path | None:
     """The newest of Debian's PostgreSQL ``bin`` folders, or None when the package is missing."""
     found = [p.parent for p in DEBIAN_BINARIES.glob("*/bin/pg_ctl") if p.parent.parent.name.isdigit()]
     return max(found, key=lambda p: int(p.parent.name)) if found else None
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass(frozen=True)
@@ -124,7 +119,7 @@ def _start(run: Callable[..., None], bin_dir: Path, folder: Path) -> int:
     """``pg_ctl start`` on a free port, chosen just before; another port when something else took
     it in between (the server log says it could not bind). Returns the port."""
     for _ in range(5):
-        port = _free_port()
+        port = free_port()
         options = f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off"
         log = folder / "server.log"
         try:

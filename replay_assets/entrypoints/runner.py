@@ -17,6 +17,7 @@ import dagster as dg
 from replay_assets.core.config import SettingsError
 from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.defs.resources import ReplayResource
+from replay_assets.storage.landing.deliveries import atomic_replace
 from replay_assets.usecases.context import Pipeline
 from replay_assets.usecases.prune import prune
 from replay_assets.usecases.recover import finish_in_doubt
@@ -85,15 +86,13 @@ def instance_for(dagster_home: Path, config: Path | None = None) -> dg.DagsterIn
 
 
 def _install(target: Path, content: bytes) -> None:
-    """Write ``target`` through a temporary file of its own (two commands installing at once
-    each rename a whole file; the reader never sees a partial one)."""
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
+    """``atomic_replace`` from a temporary file of this call's own: two commands installing at
+    once each rename a whole file (``atomic_write``'s one temporary name would be shared)."""
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as out:
             out.write(content)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, target)
+        atomic_replace(Path(tmp), target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

@@ -31,14 +31,17 @@ def reland(pipeline: Pipeline, batch_id: str, note: str, operator: str) -> str:
         day, manifest_sha = known
         decision, _ = decide_with(pipeline, con)
         plan = plan_for(decision, day)
-        if plan.status is not DateStatus.BLOCKED or not batches.schema_gated(con, batch_id):
+        gated = batches.schema_gated(con, batch_id)
+        if plan.status is not DateStatus.BLOCKED or not gated:
             raise ReplayError(
                 ErrorCode.USAGE,
                 f"batch {batch_id} is not blocked by the schema gate (load date {day} is {plan.status}); "
                 "only such a batch can be landed again",
             )
         now = pipeline.now()
-        batches.record_relanding(con, batch_id, day, manifest_sha, note=note, operator=operator, now=now)
+        batches.record_relanding(
+            con, batch_id, day, manifest_sha, violations=gated, note=note, operator=operator, now=now
+        )
         # the newest attempt of this input: ready again (a new block will follow it)
         insert_attempt(
             con,

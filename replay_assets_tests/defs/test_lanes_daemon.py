@@ -8,7 +8,6 @@ and the final consumer tables equal a serial run's."""
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -29,6 +28,7 @@ from replay_assets.entrypoints.session import Session
 from replay_assets.storage.landing.deliveries import write_delivery
 from replay_assets.usecases.publish import pending_restatements
 from replay_assets_tests.helpers import settings_for
+from replay_assets_tests.ports import free_port
 from replay_assets_tests.postgres_server import Server
 
 PROJECT = Path(__file__).resolve().parents[2]
@@ -87,12 +87,6 @@ def deliver(landing: Path, days: list[str]) -> None:
     for day in days:
         n = DAYS.index(day)
         write_delivery(landing, "erp", day, f"B-{day}", day_lines(n, day), f"{day}T06:00:00Z")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

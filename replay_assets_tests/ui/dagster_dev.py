@@ -9,7 +9,6 @@ and a workspace written by ``replay-assets ui``); an empty home gets the sample 
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -21,16 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from replay_assets_tests.ports import free_port
+
 ROOT = Path(__file__).resolve().parents[2]
 POLL_SECONDS = 0.5
 T = TypeVar("T")
-
-
-def free_port() -> int:
-    """A port nobody listens on now (the kernel picks it; loopback only)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def wait_for(probe: Callable[[], T | None], timeout: float, what: str) -> T:

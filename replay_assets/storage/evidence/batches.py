@@ -55,12 +55,13 @@ def record_relanding(
     load_date: str,
     manifest_sha256: str,
     *,
+    violations: int,
     note: str,
     operator: str,
     now: dt.datetime,
 ) -> None:
-    """Record the relanding (with the violations and rejections it undoes), then remove the
-    batch's landed rows so the next run lands the same files again."""
+    """Record the relanding (with the schema-gate ``violations`` and the rejections it undoes),
+    then remove the batch's landed rows so the next run lands the same files again."""
     rejected = one(con, "SELECT count(*) FROM rejected_events WHERE batch_id = ?", [batch_id])
     con.execute(
         "INSERT INTO batch_relandings (batch_id, load_date, manifest_sha256, violations, rejected, "
@@ -69,7 +70,7 @@ def record_relanding(
             batch_id,
             load_date,
             manifest_sha256,
-            schema_gated(con, batch_id),
+            violations,
             rejected[0] if rejected else 0,
             note,
             operator,
