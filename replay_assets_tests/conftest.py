@@ -6,6 +6,7 @@ hypothesis runs."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -33,6 +34,16 @@ SLOW_TESTS = (
     "test_instance_setting_errors_name_the_variable_never_the_url",  # dagster-postgres retries
     "test_the_ui_records_its_sample_on_the_named_instance",  # the seed 003 sample
 )
+
+
+# pytest-xdist's workers run under an execnet ``__main__`` with neither ``__file__`` nor a spec.
+# pyspark's Spark Connect import check (``pyspark.sql.connect.utils.check_dependencies``) reads
+# that as a doctest run without its test extras and calls ``sys.exit(0)``, and pandera imports
+# pyspark whenever it is installed: every worker would exit on its first import of pandera.
+# Naming the worker's main module keeps the check on its ordinary path.
+_MAIN = sys.modules["__main__"]
+if getattr(_MAIN, "__spec__", None) is None and not hasattr(_MAIN, "__file__"):
+    _MAIN.__file__ = "<pytest-xdist worker>"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

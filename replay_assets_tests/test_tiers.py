@@ -9,7 +9,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def collected(*args: str) -> list[str]:
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "--collect-only", "-q", *args],
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-n", "0", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,

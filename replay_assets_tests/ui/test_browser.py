@@ -7,7 +7,6 @@ partition materialized from the UI; a backfill from the backfill dialog; a faile
 Outcomes are asserted on the instance and in the page; screenshots go to ``$REPLAY_ASSETS_ARTIFACTS``.
 """
 
-import datetime as dt
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -20,7 +19,7 @@ from playwright.sync_api import Page, expect
 
 from replay_assets.defs.evidence import SERVICE_LEVELS_CHECK
 from replay_assets.demo.scenarios import seed001
-from replay_assets_tests.ui.conftest import CHROMIUM, SERVER_ENV
+from replay_assets_tests.ui.conftest import CHROMIUM
 from replay_assets_tests.ui.dagster_dev import DagsterDev, wait_for
 
 pytestmark = [
@@ -78,13 +77,15 @@ def launch_from_partitions_dialog(page: Page, opener: str, selection: str, launc
     page.get_by_role("button", name=opener).click()
     dialog = page.get_by_role("dialog")
     box = dialog.locator("input[type='text']")  # the partition range box
-    # The dialog offers the last 90 days of partitions, and "Show all partitions" when older ones
-    # exist (the partitions here start 2026-09-01: from 2026-12-01 on, by the browser's clock).
-    # Showing all leaves the "All" range chosen; "Custom" makes the box editable again, over
-    # every partition.
-    start = dt.date.fromisoformat(SERVER_ENV["REPLAY_ASSETS_LOAD_DATE_START"])
-    if dt.date.today() - start >= dt.timedelta(days=90):
-        dialog.get_by_role("button", name="Show all partitions").click()
+    show_all = dialog.get_by_role("button", name="Show all partitions")
+    # The dialog opens on the last 90 days of a date-partitioned asset and, in the same render
+    # as the box, says so with "Show all partitions" when older partitions exist (Dagster's
+    # LaunchAssetChoosePartitionsDialog). Wait for the box, then ask: a bare count() at the
+    # click raced the dialog's first render. Showing all leaves the "All" range chosen; "Custom"
+    # makes the box editable again, over every partition.
+    expect(box).to_be_visible(timeout=30_000)
+    if show_all.is_visible():
+        show_all.click()
         dialog.get_by_text("Custom", exact=True).click()
     box.fill(selection)
     box.press("Enter")
