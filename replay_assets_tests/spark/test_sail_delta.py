@@ -5,7 +5,6 @@ note before anything else."""
 
 import json
 import threading
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -16,13 +15,6 @@ from pyspark.sql import SparkSession
 from replay_assets_tests.sail_server import session
 
 ROW = "k INT, v STRING, version INT"
-
-
-@pytest.fixture
-def spark(sail: str) -> Iterator[SparkSession]:
-    s = session(sail)
-    yield s
-    s.stop()
 
 
 def _versions(table: Path) -> int:

@@ -21,14 +21,16 @@ from replay_assets.storage.publish import certify
 AGG_KEY = ["store_id", "business_date"]
 PART_LINES = 1_000_000
 # the state as of the certified pointer: the latest tables when they hold it (no history after
-# the pointer; ``storage/apply/latest.py``), else the history macro
+# the pointer; ``storage/apply/latest.py``), else the history macro. Written in the SQL both
+# engines parse (``array_contains``, ``STRING``, named groups): the Spark adapter renders the same
+# statement (``storage/spark/aggregates.py``).
 SQL_AGGREGATES = """
-    SELECT store_id, CAST(business_date AS VARCHAR) AS business_date,
+    SELECT store_id, CAST(business_date AS STRING) AS business_date,
            count(DISTINCT order_id) AS order_count, count(*) AS line_count, sum(quantity) AS units,
            sum(amount_minor) AS amount_minor, sum(cost_minor) AS cost_minor,
            sum(amount_minor) - sum(cost_minor) AS gross_profit_minor
-    FROM {state} WHERE status = 'active' AND list_contains($dates, CAST(business_date AS VARCHAR))
-    GROUP BY ALL ORDER BY ALL"""
+    FROM {state} WHERE status = 'active' AND array_contains($dates, CAST(business_date AS STRING))
+    GROUP BY store_id, CAST(business_date AS STRING) ORDER BY store_id, business_date"""
 
 
 @dataclass(frozen=True)
