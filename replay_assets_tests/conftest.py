@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -40,10 +41,11 @@ SLOW_TESTS = (
 # pyspark's Spark Connect import check (``pyspark.sql.connect.utils.check_dependencies``) reads
 # that as a doctest run without its test extras and calls ``sys.exit(0)``, and pandera imports
 # pyspark whenever it is installed: every worker would exit on its first import of pandera.
-# Naming the worker's main module keeps the check on its ordinary path.
+# Naming the worker's main module keeps the check on its ordinary path; an empty file of its own,
+# since a spawned multiprocessing child runs its parent's main file.
 _MAIN = sys.modules["__main__"]
 if getattr(_MAIN, "__spec__", None) is None and not hasattr(_MAIN, "__file__"):
-    _MAIN.__file__ = "<pytest-xdist worker>"
+    _MAIN.__file__ = str(Path(__file__).with_name("xdist_main.py"))
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

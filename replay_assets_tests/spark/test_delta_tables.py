@@ -108,6 +108,54 @@ def test_writers_interleaved_on_one_table_both_fail_to_fence(spark: SparkSession
     assert rows(store, "a") == [(1, "x"), (2, "first")]
 
 
+def test_a_writer_that_read_another_writers_unfenced_commit_is_refused(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    store = DeltaTables(spark, str(tmp_path))
+    put(store, "op-1", a=[(1, "x")])
+    reader = begin(store, "op-2", "a", "b")
+    other = begin(store, "op-3", "a")
+    other.append("a", spark.createDataFrame([(9, "unfenced")], ROW))
+    counted = reader.head("a").count()  # sees the other writer's row: it must not fence on it
+    reader.append("b", spark.createDataFrame([(counted, "rows of a")], ROW))
+    with pytest.raises(ReplayError, match="another writer committed to a"):
+        reader.fence(NOW)
+    assert (rows(store, "a"), rows(store, "b")) == ([(1, "x")], None)
+
+
+class CommitsAfterRollback(DeltaTables):
+    """The engine as it is, with another writer committing to the table right after this one's
+    rollback: the window between a rollback and the writer's first write, made to happen."""
+
+    def __init__(self, spark: SparkSession, root: str, other: Writer) -> None:
+        super().__init__(spark, root)
+        self.other = other
+
+    def _roll_back(self, table: str, fenced: int | None) -> None:
+        super()._roll_back(table, fenced)
+        self.other.append(table, self.spark.createDataFrame([(8, "theirs")], ROW))
+
+
+def test_a_commit_right_after_a_rollback_is_not_taken_for_the_writers_base(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    store = DeltaTables(spark, str(tmp_path))
+    put(store, "op-1", a=[(1, "x")])
+    other = begin(store, "op-other", "a")
+    other.append("a", spark.createDataFrame([(7, "theirs")], ROW))  # unfenced: the next begin rolls back
+    racing = CommitsAfterRollback(spark, str(tmp_path), other)
+    writer = begin(racing, "op-2", "a")
+    writer.append("a", spark.createDataFrame([(2, "mine")], ROW))
+    with pytest.raises(ReplayError, match="another writer committed to a"):
+        writer.fence(NOW)
+    assert rows(store, "a") == [(1, "x")]
+
+
+def test_the_fences_table_is_not_a_writers_table(spark: SparkSession, tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="written by fences only"):
+        DeltaTables(spark, str(tmp_path)).begin("op-1", (FENCES,))
+
+
 def test_of_two_writers_on_other_tables_the_second_to_fence_loses(
     spark: SparkSession, tmp_path: Path
 ) -> None:

@@ -15,4 +15,4 @@ def daily_aggregates(spark: SparkSession, state: str, dates: list[str]) -> DataF
     view ``state`` (one row per key, the current-state columns), ordered by store and date."""
     if not state.isidentifier():
         raise ValueError(f"not a view name: {state[:64]!r}")
-    return spark.sql(render(SQL_AGGREGATES.format(state=state)), args={"dates": dates})
+    return spark.sql(render(SQL_AGGREGATES.format(state=state), ["dates"]), args={"dates": dates})

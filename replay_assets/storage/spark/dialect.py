@@ -5,9 +5,15 @@ resolves neither ``GROUP BY ALL`` nor ``QUALIFY``), so what is left to render is
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 
-def render(statement: str) -> str:
+def render(statement: str, parameters: Iterable[str]) -> str:
     """``statement`` for Spark: no ``MATERIALIZED`` hints (Spark plans common expressions itself)
-    and named parameters marked ``:name``, not ``$name``."""
-    return re.sub(r"\$(\w+)", r":\1", statement.replace(" AS MATERIALIZED (", " AS ("))
+    and its named ``parameters`` marked ``:name``, not ``$name``. Only those names are rewritten,
+    so a ``$`` elsewhere (a regular expression's ``$1``, a literal) is left as it is."""
+    names = sorted(parameters, key=len, reverse=True)
+    if not names:
+        return statement.replace(" AS MATERIALIZED (", " AS (")
+    marker = re.compile(r"\$(" + "|".join(map(re.escape, names)) + r")\b")
+    return marker.sub(r":\1", statement.replace(" AS MATERIALIZED (", " AS ("))

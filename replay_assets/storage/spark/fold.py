@@ -14,7 +14,7 @@ from pyspark.sql import DataFrame, SparkSession
 from replay_assets.storage.apply.fold_sql import FOLD_PARAMS, FOLD_SQL
 from replay_assets.storage.spark.dialect import render
 
-SPARK_FOLD_SQL = render(FOLD_SQL)
+SPARK_FOLD_SQL = render(FOLD_SQL, FOLD_PARAMS)
 
 
 def fold(spark: SparkSession) -> DataFrame:

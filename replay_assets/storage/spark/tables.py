@@ -12,10 +12,11 @@ writers cannot both win it (a compare-and-set; ``test_sail_delta.py`` proves the
 - A writer first returns every table that is ahead of the newest fence to its fenced version
   (``INSERT OVERWRITE ... VERSION AS OF``, since ``RESTORE`` is missing), then writes at the head
   and reads its own writes there.
-- Before fencing it checks that each table it wrote is exactly its own commits ahead of where it
-  began. Delta versions are dense, so another writer's commit in between (a rollback included)
-  shows as a version too many: the operation is refused, nothing it wrote is ever read, and the
-  next writer's rollback removes it. A commit after the check is past the fenced version.
+- Before fencing it checks that each table it began with is exactly its own commits ahead of
+  where it began (no commits for a table it only read). Delta versions are dense, so another
+  writer's commit in between (a rollback included) shows as a version too many: the operation is
+  refused, nothing it wrote is ever read, and the next writer's rollback removes it. A commit
+  after the check is past the fenced version, and after every read this writer made.
 - An operation id fences at most once: a retry of a fenced operation finds its row and writes
   nothing (``committed_operation``), which is the journal's exactly-once on this engine.
 
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import re
 import uuid
 from collections.abc import Iterator, Mapping
@@ -85,6 +87,8 @@ class DeltaTables:
     def __init__(self, spark: SparkSession, root: str) -> None:
         if "`" in root:
             raise ReplayError(ErrorCode.USAGE, "a Delta root must not contain a backtick")
+        if "://" not in root:  # a local folder: Arrow's file systems take absolute paths only
+            root = os.path.abspath(root)
         self.spark, self.root = spark, root.rstrip("/")
 
     def uri(self, table: str) -> str:
@@ -128,6 +132,8 @@ class DeltaTables:
         its fenced version first; ``None`` when the operation has fenced already. The question is
         asked after the snapshot is read: a fence of it after that takes this writer's sequence
         number, so this writer cannot fence it a second time."""
+        if FENCES in tables:
+            raise ValueError(f"{FENCES} is written by fences only")
         snapshot = self.committed()
         if self.committed_operation(operation_id):
             return None
@@ -138,7 +144,9 @@ class DeltaTables:
             if head is not None and head != fenced:
                 with _committing(table):
                     self._roll_back(table, fenced)
-                head = latest_version(self.uri(table))
+                # the rollback is exactly one commit: reading the head again could count another
+                # writer's commit made just after it as this writer's base
+                head += 1
             base[table] = head
         return Writer(self, operation_id, snapshot, base)
 
@@ -198,12 +206,16 @@ class Writer:
         sequence number. Refused (WAREHOUSE_BUSY), with nothing visible, when another writer
         committed to one of these tables meanwhile or fenced first."""
         versions = dict(self.snapshot.versions)
-        for table, count in self.commits.items():
-            start = self.base[table]
-            expected = (start if start is not None else -1) + count
+        for table, start in self.base.items():  # read-only ones too: head() may have read them
+            count = self.commits.get(table, 0)
+            if count:  # a new table's first commit is version 0
+                expected: int | None = (start if start is not None else -1) + count
+            else:
+                expected = start
             if latest_version(self.tables.uri(table)) != expected:
                 raise _busy(f"another writer committed to {table} during this operation")
-            versions[table] = expected
+            if expected is not None and count:
+                versions[table] = expected
         seq = self.snapshot.seq + 1
         row = self.tables.spark.createDataFrame(
             [(seq, self.operation_id, self.attempt, json.dumps(versions, sort_keys=True), now)],
