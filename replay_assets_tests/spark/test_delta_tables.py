@@ -151,6 +151,38 @@ def test_a_commit_right_after_a_rollback_is_not_taken_for_the_writers_base(
     assert rows(store, "a") == [(1, "x")]
 
 
+class FencesAfterTheCheck(DeltaTables):
+    """The engine as it is, with another worker fencing the same operation right after this one
+    asked whether it had: the window between that question and this writer's fence."""
+
+    def __init__(self, spark: SparkSession, root: str, other: Writer) -> None:
+        super().__init__(spark, root)
+        self.other: Writer | None = other
+
+    def committed_operation(self, operation_id: str) -> bool:
+        found = super().committed_operation(operation_id)
+        if self.other is not None:
+            self.other.fence(NOW)
+            self.other = None
+        return found
+
+
+def test_an_operation_fenced_after_a_writer_asked_is_not_fenced_again(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    store = DeltaTables(spark, str(tmp_path))
+    put(store, "op-1", a=[(1, "x")])
+    other = begin(store, "op-add", "b")
+    other.append("b", spark.createDataFrame([(1, "once")], ROW))
+    writer = begin(FencesAfterTheCheck(spark, str(tmp_path), other), "op-add", "b")
+    writer.append("b", spark.createDataFrame([(1, "once")], ROW))
+    with pytest.raises(ReplayError, match="another writer fenced first"):
+        writer.fence(NOW)  # its snapshot predates the other fence: it cannot take a later number
+    assert rows(store, "b") == [(1, "once")]
+    fences = spark.sql(f"SELECT operation_id FROM {store.ref(FENCES)}").collect()
+    assert sorted(r["operation_id"] for r in fences) == ["op-1", "op-add"]
+
+
 def test_the_fences_table_is_not_a_writers_table(spark: SparkSession, tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="written by fences only"):
         DeltaTables(spark, str(tmp_path)).begin("op-1", (FENCES,))
