@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -123,17 +124,28 @@ def test_a_writer_that_read_another_writers_unfenced_commit_is_refused(
     assert (rows(store, "a"), rows(store, "b")) == ([(1, "x")], None)
 
 
-class CommitsAfterRollback(DeltaTables):
-    """The engine as it is, with another writer committing to the table right after this one's
-    rollback: the window between a rollback and the writer's first write, made to happen."""
+class Interleaved(DeltaTables):
+    """The engine as it is, with another writer acting once at one instant of this writer's
+    ``begin``: right after its rollback (``at="rollback"``) or right after it asked whether the
+    operation has fenced (``at="check"``). The windows a race would otherwise hit by chance."""
 
-    def __init__(self, spark: SparkSession, root: str, other: Writer) -> None:
+    def __init__(self, spark: SparkSession, root: str, at: str, act: Callable[[], object]) -> None:
         super().__init__(spark, root)
-        self.other = other
+        self.at, self.act = at, act
 
     def _roll_back(self, table: str, fenced: int | None) -> None:
         super()._roll_back(table, fenced)
-        self.other.append(table, self.spark.createDataFrame([(8, "theirs")], ROW))
+        self._now("rollback")
+
+    def committed_operation(self, operation_id: str) -> bool:
+        found = super().committed_operation(operation_id)
+        self._now("check")
+        return found
+
+    def _now(self, instant: str) -> None:
+        if instant == self.at and self.act is not None:
+            act, self.act = self.act, None
+            act()
 
 
 def test_a_commit_right_after_a_rollback_is_not_taken_for_the_writers_base(
@@ -143,28 +155,14 @@ def test_a_commit_right_after_a_rollback_is_not_taken_for_the_writers_base(
     put(store, "op-1", a=[(1, "x")])
     other = begin(store, "op-other", "a")
     other.append("a", spark.createDataFrame([(7, "theirs")], ROW))  # unfenced: the next begin rolls back
-    racing = CommitsAfterRollback(spark, str(tmp_path), other)
-    writer = begin(racing, "op-2", "a")
+    theirs = spark.createDataFrame([(8, "theirs")], ROW)
+    writer = begin(
+        Interleaved(spark, str(tmp_path), "rollback", lambda: other.append("a", theirs)), "op-2", "a"
+    )
     writer.append("a", spark.createDataFrame([(2, "mine")], ROW))
     with pytest.raises(ReplayError, match="another writer committed to a"):
         writer.fence(NOW)
     assert rows(store, "a") == [(1, "x")]
-
-
-class FencesAfterTheCheck(DeltaTables):
-    """The engine as it is, with another worker fencing the same operation right after this one
-    asked whether it had: the window between that question and this writer's fence."""
-
-    def __init__(self, spark: SparkSession, root: str, other: Writer) -> None:
-        super().__init__(spark, root)
-        self.other: Writer | None = other
-
-    def committed_operation(self, operation_id: str) -> bool:
-        found = super().committed_operation(operation_id)
-        if self.other is not None:
-            self.other.fence(NOW)
-            self.other = None
-        return found
 
 
 def test_an_operation_fenced_after_a_writer_asked_is_not_fenced_again(
@@ -174,7 +172,7 @@ def test_an_operation_fenced_after_a_writer_asked_is_not_fenced_again(
     put(store, "op-1", a=[(1, "x")])
     other = begin(store, "op-add", "b")
     other.append("b", spark.createDataFrame([(1, "once")], ROW))
-    writer = begin(FencesAfterTheCheck(spark, str(tmp_path), other), "op-add", "b")
+    writer = begin(Interleaved(spark, str(tmp_path), "check", lambda: other.fence(NOW)), "op-add", "b")
     writer.append("b", spark.createDataFrame([(1, "once")], ROW))
     with pytest.raises(ReplayError, match="another writer fenced first"):
         writer.fence(NOW)  # its snapshot predates the other fence: it cannot take a later number
