@@ -285,6 +285,22 @@ def test_two_workers_running_one_operation_make_one_mutation(sail: str, tmp_path
     setup.stop()
 
 
+def test_a_fenced_version_stays_readable_however_far_writers_get_ahead(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Past ten commits Delta would write a checkpoint, and Sail 0.7 cannot read a version older
+    than one: the adapter's tables are made without them."""
+    store = DeltaTables(spark, str(tmp_path))
+    for k in range(5):  # fenced at version 4: Sail reads versions 0 and 1 past a checkpoint
+        put(store, f"op-{k}", a=[(k, "x")])
+    ahead = begin(store, "op-ahead", "a")
+    for k in range(5, 17):
+        ahead.append("a", spark.createDataFrame([(k, "ahead")], ROW))
+    assert latest_version(str(tmp_path / "a")) == 16
+    assert rows(store, "a") == [(k, "x") for k in range(5)]
+    assert not [f for f in os.listdir(tmp_path / "a" / "_delta_log") if "checkpoint" in f]
+
+
 def test_the_newest_version_is_read_from_the_log(spark: SparkSession, tmp_path: Path) -> None:
     assert latest_version(str(tmp_path / "t")) is None
     spark.createDataFrame([(1, "x")], ROW).write.format("delta").save(str(tmp_path / "t"))

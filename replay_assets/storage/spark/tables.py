@@ -49,6 +49,18 @@ _LOG_FILE = re.compile(r"(\d{20})\.json")
 _CONFLICT = re.compile(r"Failed to commit transaction|Concurrent\w*Exception")
 
 
+# Sail 0.7 cannot read a version older than a table's newest checkpoint, except versions 0 and 1
+# ("Missing commit file: expected version 0, found N"), and a pinned read of the fenced version
+# must work while a writer is ahead: the adapter's tables are created without checkpoints (the
+# property persists in the table's metadata, so later MERGEs do not checkpoint either).
+_NO_CHECKPOINTS = {"delta.checkpointInterval": str(2**31 - 1)}
+
+
+def _save(frame: DataFrame, uri: str, mode: str) -> None:
+    """One Delta commit of ``frame`` to ``uri`` (``append`` or ``overwrite``)."""
+    frame.write.format("delta").options(**_NO_CHECKPOINTS).mode(mode).save(uri)
+
+
 @contextmanager
 def _committing(what: str) -> Iterator[None]:
     """One Delta commit; losing it to a concurrent writer is WAREHOUSE_BUSY, not an engine error."""
@@ -160,7 +172,7 @@ class DeltaTables:
             source = reader.option("versionAsOf", fenced).load(self.uri(table))
         else:
             source = reader.load(self.uri(table)).where("false")
-        source.write.format("delta").mode("overwrite").save(self.uri(table))
+        _save(source, self.uri(table), "overwrite")
 
 
 @dataclass
@@ -183,13 +195,13 @@ class Writer:
     def append(self, table: str, frame: DataFrame) -> None:
         self._writable(table)
         with _committing(table):
-            frame.write.format("delta").mode("append").save(self.tables.uri(table))
+            _save(frame, self.tables.uri(table), "append")
         self._count(table)
 
     def overwrite(self, table: str, frame: DataFrame) -> None:
         self._writable(table)
         with _committing(table):
-            frame.write.format("delta").mode("overwrite").save(self.tables.uri(table))
+            _save(frame, self.tables.uri(table), "overwrite")
         self._count(table)
 
     def statement(self, table: str, sql: str) -> None:
@@ -223,7 +235,7 @@ class Writer:
         )
         if latest_version(self.tables.uri(FENCES)) is None:
             try:
-                row.limit(0).write.format("delta").mode("append").save(self.tables.uri(FENCES))
+                _save(row.limit(0), self.tables.uri(FENCES), "append")
             except PySparkException:  # another writer created it at the same time: either serves
                 if latest_version(self.tables.uri(FENCES)) is None:
                     raise
