@@ -16,7 +16,7 @@ FORBIDDEN = {
         "replay_assets.entrypoints",
         "replay_assets.demo",
     },
-    "usecases": {"dagster", "replay_assets.defs", "replay_assets.entrypoints", "replay_assets.demo"},
+    "usecases": {"dagster", "duckdb", "replay_assets.defs", "replay_assets.entrypoints", "replay_assets.demo"},
 }
 
 
@@ -55,4 +55,17 @@ def test_use_cases_hold_no_sql() -> None:
             if isinstance(node, ast.ImportFrom) and node.module == "replay_assets.storage.db.warehouse":
                 raw = {"one", "query_frame", "insert_frame"} & {alias.name for alias in node.names}
                 offenders.extend(f"{path.relative_to(PACKAGE)} imports {name}" for name in sorted(raw))
+    assert offenders == []
+
+
+def test_use_cases_reach_the_warehouse_only_through_the_store() -> None:
+    """A use case opens units of work on ``pipeline.store`` (``storage/ports.py``), never the
+    DuckDB adapter's writer or reader beneath it, so a second engine runs every use case."""
+    offenders = []
+    for path in sorted((PACKAGE / "usecases").rglob("*.py")):
+        if path.name == "context.py":  # the composition of the ports themselves
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and node.attr in {"warehouse", "reader"}:
+                offenders.append(f"{path.relative_to(PACKAGE)}:{node.lineno} uses .{node.attr}")
     assert offenders == []

@@ -14,8 +14,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import duckdb
-
 from replay_assets.core.config import Settings
 from replay_assets.core.errors import ReplayError
 from replay_assets.core.journal import intent_digest
@@ -25,6 +23,7 @@ from replay_assets.demo.seeds import Print
 from replay_assets.storage.journal import executor as journal
 from replay_assets.storage.journal import recovery
 from replay_assets.storage.journal.identities import apply_operation
+from replay_assets.storage.unit import Unit
 from replay_assets.usecases.apply import apply
 from replay_assets.usecases.context import Pipeline
 from replay_assets.usecases.decide import decide
@@ -170,17 +169,17 @@ def _reused_operation_id(p: Pipeline) -> dict[str, Any]:
     other = dataclasses.replace(op, intent_digest=intent_digest({"batches": [["erp", "B-OTHER", "0" * 64]]}))
     touched: list[str] = []
 
-    def mutate(con: duckdb.DuckDBPyConnection) -> tuple[dict[str, Any], str | None]:
+    def mutate(unit: Unit) -> tuple[dict[str, Any], str | None]:
         touched.append("mutate")
         return {}, None
 
-    def target_now(con: duckdb.DuckDBPyConnection, entry: journal.Entry) -> str | None:
+    def target_now(unit: Unit, entry: journal.Entry) -> str | None:
         touched.append("target")
         return None
 
     try:
         journal.execute(
-            p.warehouse,
+            p.store,
             other,
             mutate=mutate,
             evidence=lambda: touched.append("evidence"),

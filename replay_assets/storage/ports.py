@@ -1,19 +1,27 @@
-"""The two warehouse ports the use cases take (SPEC 10 "Readers", "Scale-out").
+"""The warehouse ports (SPEC 10 "Readers", "Scale-out").
 
-A ``WarehouseReader`` never writes and never takes the writer lock: it serves ``status``,
-``export`` and ``recovery inspect|plan`` from the last committed state. A ``WarehouseWriter``
-serialises writers, migrates the schema and gives one transaction per use case, the journal's
-fence inside it. ``storage/db/warehouse.py`` is the DuckDB adapter of both; the contract suite
-(``replay_assets_tests/storage/test_warehouse_ports.py``) states what any adapter must do.
+A ``Store`` is what the use cases and the journal's executor take: it opens units of work
+(``storage/unit.py``), each one transaction or one read in the use cases' terms, so a second
+engine is a second adapter of it. ``storage/db/unit.py`` is the DuckDB adapter.
+
+Beneath it, the DuckDB adapter's own two ports: a ``WarehouseReader`` never writes and never
+takes the writer lock (it serves ``status``, ``export`` and ``recovery inspect|plan`` from the
+last committed state); a ``WarehouseWriter`` serialises writers, migrates the schema and gives
+one transaction per use case, the journal's fence inside it. ``storage/db/warehouse.py`` is
+their adapter; the contract suite (``replay_assets_tests/storage/test_warehouse_ports.py``)
+states what an adapter must do.
 """
 
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import duckdb
+
+if TYPE_CHECKING:
+    from replay_assets.storage.unit import Unit
 
 
 class WarehouseReader(Protocol):
@@ -44,4 +52,31 @@ class WarehouseWriter(Protocol):
 
     def released(self) -> AbstractContextManager[None]:
         """Give this thread's hold up for the body (the journal's steps lock one at a time)."""
+        ...
+
+
+class Store(Protocol):
+    """Opens units of work on one warehouse: a writer's (serialised with every other writer) or
+    a reader's (the last committed state, never the writer lock, never a write)."""
+
+    @property
+    def source(self) -> str:
+        """What the last read saw: "warehouse", or a stand-in while a writer holds it."""
+        ...
+
+    def connect(self, timeout: float | None = None) -> AbstractContextManager[Unit]:
+        """A writer's unit under the writer lock whose every call is its own commit."""
+        ...
+
+    def transaction(self, timeout: float | None = None) -> AbstractContextManager[Unit]:
+        """A writer's unit that commits when the body returns and rolls back when it raises."""
+        ...
+
+    def read(self, timeout: float | None = None) -> AbstractContextManager[Unit]:
+        """A reader's unit: the last committed state; every write is refused."""
+        ...
+
+    def released(self) -> AbstractContextManager[None]:
+        """Give this thread's hold of the writer lock up for the body (the journal's steps lock
+        one at a time)."""
         ...

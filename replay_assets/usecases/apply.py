@@ -13,22 +13,15 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-import duckdb
-
 from replay_assets.core import retention
 from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.plan import DatePlan
 from replay_assets.core.status import ApplyOutcome, DateStatus, PartitionStatus
-from replay_assets.storage.apply.facts import record_attempt, require_landed
-from replay_assets.storage.apply.load_date import ApplyResult, apply_load_date, from_record, to_record
-from replay_assets.storage.apply.writes import undo_load_date
+from replay_assets.storage.apply.load_date import ApplyResult, from_record, to_record
 from replay_assets.storage.db import failpoints
-from replay_assets.storage.evidence.attempts import insert_attempt
-from replay_assets.storage.evidence.costs import Cost, measure, record_cost
+from replay_assets.storage.evidence.costs import Cost, measure
 from replay_assets.storage.journal import executor as journal
-from replay_assets.storage.journal.identities import apply_operation
-from replay_assets.storage.publish import certify
-from replay_assets.storage.retention.prune import pruned_through
+from replay_assets.storage.unit import Unit
 from replay_assets.usecases.context import Pipeline
 from replay_assets.usecases.decide import APPLICABLE, Decision, decide_with, plan_for
 from replay_assets.usecases.land import land
@@ -44,28 +37,28 @@ def apply(pipeline: Pipeline, load_date: str, run_id: str | None, sealed_ok: boo
 def _apply(pipeline: Pipeline, load_date: str, run_id: str | None, sealed_ok: bool) -> ApplyResult:
     allowed = APPLICABLE | ({DateStatus.LATE_DELIVERY} if sealed_ok else set())
     if sealed_ok:  # the backfill lane: another late delivery inside the chain is landed now
-        with pipeline.warehouse.connect() as con:
-            decision, _ = decide_with(pipeline, con)
+        with pipeline.store.connect() as unit:
+            decision, _ = decide_with(pipeline, unit)
         for later in _chain(decision, plan_for(decision, load_date))[1:]:
             if later.status is DateStatus.LATE_DELIVERY:
                 land(pipeline, later.load_date, run_id, sealed_ok=True)
-    with pipeline.warehouse.connect() as con:
-        decision, _ = decide_with(pipeline, con)
+    with pipeline.store.connect() as unit:
+        decision, _ = decide_with(pipeline, unit)
         plan = plan_for(decision, load_date)
         if plan.status not in allowed:
             raise ReplayError(ErrorCode.NOT_READY, f"load date {load_date} is {plan.status}: {plan.reason}")
-        behind = retention.refusal(load_date, pruned_through(con), "re-applying")
+        behind = retention.refusal(load_date, unit.pruned_through(), "re-applying")
         if behind:
             raise ReplayError(ErrorCode.BEHIND_HORIZON, behind)
         chain = _chain(decision, plan)
         for each in chain:
-            require_landed(con, each)
-        op = apply_operation(con, plan)
+            unit.require_landed(each)
+        op = unit.apply_operation(plan)
     first = decision.plans[0].load_date
 
-    def mutate(con: duckdb.DuckDBPyConnection) -> tuple[dict[str, Any], str | None]:
+    def mutate(unit: Unit) -> tuple[dict[str, Any], str | None]:
         with measure() as cost:
-            results = _apply_chain(pipeline, con, chain, first=first, run_id=run_id, sealed_ok=sealed_ok)
+            results = _apply_chain(pipeline, unit, chain, first=first, run_id=run_id, sealed_ok=sealed_ok)
         result, stopped = _chained(results), results[-1]
         if stopped.status is ApplyOutcome.FAILED_CANDIDATE:
             failed = chain[len(results) - 1]
@@ -76,24 +69,24 @@ def _apply(pipeline: Pipeline, load_date: str, run_id: str | None, sealed_ok: bo
             )
         if stopped.status is ApplyOutcome.BLOCKED and len(results) > 1:
             raise journal.Divert(lambda c: _block_chain(pipeline, c, chain=chain, blocked=stopped))
-        _record_apply_cost(pipeline, con, result=result, cost=cost, run_id=run_id, candidate_bytes=0)
+        _record_apply_cost(pipeline, unit, result=result, cost=cost, run_id=run_id, candidate_bytes=0)
         failpoints.hit(pipeline.settings.fail_point, "apply.before_commit")
         certified = result.status in (ApplyOutcome.APPLIED, ApplyOutcome.RESTATED, ApplyOutcome.UNCHANGED)
         digest = result.content_sha256 or ""
-        return to_record(result), certify.target_digest(con, load_date, digest) if certified else None
+        return to_record(result), unit.target_digest(load_date, digest) if certified else None
 
-    def target_now(con: duckdb.DuckDBPyConnection, entry: journal.Entry) -> str | None:
+    def target_now(unit: Unit, entry: journal.Entry) -> str | None:
         if entry.target_sha256 is None:
             return None  # a blocked or failed outcome has no target state to compare
-        verified = apply_load_date(
-            con, plan, first_date=first, run_id=run_id, now=pipeline.now(), sealed_ok=True
+        verified = unit.apply_load_date(
+            plan, first_date=first, run_id=run_id, now=pipeline.now(), sealed_ok=True
         )  # from raw; read-only
-        return certify.target_digest(con, load_date, verified.content_sha256 or "")
+        return unit.target_digest(load_date, verified.content_sha256 or "")
 
-    def repair(con: duckdb.DuckDBPyConnection) -> tuple[dict[str, Any], str | None]:
+    def repair(unit: Unit) -> tuple[dict[str, Any], str | None]:
         """The history matches raw but its certified record drifted: certify it again."""
-        verified = apply_load_date(
-            con, plan, first_date=first, run_id=run_id, now=pipeline.now(), sealed_ok=True
+        verified = unit.apply_load_date(
+            plan, first_date=first, run_id=run_id, now=pipeline.now(), sealed_ok=True
         )
         if (
             verified.status is ApplyOutcome.FAILED_CANDIDATE
@@ -102,8 +95,7 @@ def _apply(pipeline: Pipeline, load_date: str, run_id: str | None, sealed_ok: bo
         ):
             raise ReplayError(ErrorCode.HISTORY_DIVERGED, f"load date {load_date} cannot be certified again")
         reason = "repaired: the stored snapshot record drifted from history recomputed from raw"
-        certify.certify_state(
-            con,
+        unit.certify_state(
             load_date,
             digest=verified.content_sha256,
             outcomes=verified.checks,
@@ -111,17 +103,16 @@ def _apply(pipeline: Pipeline, load_date: str, run_id: str | None, sealed_ok: bo
             now=pipeline.now(),
             repair_reason=reason,
         )
-        certify.write_snapshot(
-            con,
+        unit.write_snapshot(
             load_date,
             controls=verified.controls,
             rows=verified.row_count,
             digest=verified.content_sha256,
         )
-        return to_record(verified), certify.target_digest(con, load_date, verified.content_sha256)
+        return to_record(verified), unit.target_digest(load_date, verified.content_sha256)
 
     record = journal.execute(
-        pipeline.warehouse,
+        pipeline.store,
         op,
         mutate=mutate,
         evidence=lambda: refresh_published(pipeline),
@@ -141,15 +132,14 @@ def _apply(pipeline: Pipeline, load_date: str, run_id: str | None, sealed_ok: bo
 
 def _record_apply_cost(
     pipeline: Pipeline,
-    con: duckdb.DuckDBPyConnection,
+    unit: Unit,
     result: ApplyResult,
     cost: Cost,
     run_id: str | None,
     candidate_bytes: int,
 ) -> None:
     events = sum(c.source_events for c in result.counts.values())
-    record_cost(
-        con,
+    unit.record_cost(
         run_id=run_id,
         step="apply",
         partition_key=result.load_date,
@@ -163,15 +153,14 @@ def _record_apply_cost(
 
 def _keep_failed_state(
     pipeline: Pipeline,
-    con: duckdb.DuckDBPyConnection,
+    unit: Unit,
     plan: DatePlan,
     result: ApplyResult,
     cost: Cost,
     run_id: str | None,
 ) -> tuple[dict[str, Any], str | None]:
     assert result.candidate_rows is not None and result.content_sha256 is not None
-    path = certify.record_failed_candidate(
-        con,
+    path = unit.record_failed_candidate(
         pipeline.settings.home,
         asset="current_orders",
         key=plan.load_date,
@@ -183,10 +172,9 @@ def _keep_failed_state(
         now=pipeline.now(),
     )
     _record_apply_cost(
-        pipeline, con, result=result, cost=cost, run_id=run_id, candidate_bytes=path.stat().st_size
+        pipeline, unit, result=result, cost=cost, run_id=run_id, candidate_bytes=path.stat().st_size
     )
-    insert_attempt(
-        con,
+    unit.insert_attempt(
         plan.load_date,
         plan.gate_key,
         status=DateStatus.FAILED_CANDIDATE.value,
@@ -207,7 +195,7 @@ def _chain(decision: Decision, plan: DatePlan) -> list[DatePlan]:
 
 def _apply_chain(
     pipeline: Pipeline,
-    con: duckdb.DuckDBPyConnection,
+    unit: Unit,
     chain: list[DatePlan],
     *,
     first: str,
@@ -217,13 +205,13 @@ def _apply_chain(
     """Fold and gate each date of the chain in order, in the caller's transaction; stops at the
     first date that is blocked or fails its gate."""
     for later in chain[1:]:  # their event ids and history may meet the late delivery's: undo first
-        undo_load_date(con, later.load_date, pipeline.now())
+        unit.undo_load_date(later.load_date, pipeline.now())
     results: list[ApplyResult] = []
     for n, each in enumerate(chain):
         if n:
             failpoints.hit(pipeline.settings.fail_point, "restate.between_dates")
-        result = apply_load_date(
-            con, each, first_date=first, run_id=run_id, now=pipeline.now(), sealed_ok=sealed_ok, restate=n > 0
+        result = unit.apply_load_date(
+            each, first_date=first, run_id=run_id, now=pipeline.now(), sealed_ok=sealed_ok, restate=n > 0
         )
         results.append(result)
         if result.status in (ApplyOutcome.FAILED_CANDIDATE, ApplyOutcome.BLOCKED):
@@ -242,7 +230,7 @@ def _chained(results: list[ApplyResult]) -> ApplyResult:
 
 
 def _block_chain(
-    pipeline: Pipeline, con: duckdb.DuckDBPyConnection, *, chain: list[DatePlan], blocked: ApplyResult
+    pipeline: Pipeline, unit: Unit, *, chain: list[DatePlan], blocked: ApplyResult
 ) -> tuple[dict[str, Any], str | None]:
     """A later date of the chain broke the contract with the late delivery in place (e.g. an event
     id it reuses with other content): nothing of the chain applies; the late date is BLOCKED."""
@@ -250,5 +238,5 @@ def _block_chain(
         f"re-applying {chain[0].load_date}..{chain[-1].load_date} for its late delivery: "
         f"load date {blocked.load_date} is blocked: {blocked.reasons[0]}"
     )
-    record_attempt(con, chain[0], status=PartitionStatus.BLOCKED, reason=reason, now=pipeline.now())
+    unit.record_attempt(chain[0], status=PartitionStatus.BLOCKED, reason=reason, now=pipeline.now())
     return to_record(ApplyResult(chain[0].load_date, ApplyOutcome.BLOCKED, reasons=(reason,))), None

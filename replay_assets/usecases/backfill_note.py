@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from replay_assets.storage.evidence import notes
 from replay_assets.usecases.context import Pipeline
 
 
 def record_backfill(
     pipeline: Pipeline, backfill_id: str, asset: str, first: str, last: str, note: str, operator: str
 ) -> None:
-    with pipeline.warehouse.transaction() as con:
-        notes.record_backfill(
-            con,
+    with pipeline.store.transaction() as unit:
+        unit.record_backfill(
             backfill_id,
             asset=asset,
             first=first,

@@ -1,6 +1,7 @@
 """The explicit ports of one home that every use case takes: its settings, its clock (the real
-one, or a virtual one that only advances, for tests and the demo) and the warehouse writer and
-reader (``storage/ports.py``; the DuckDB adapter unless others are given)."""
+one, or a virtual one that only advances, for tests and the demo) and the warehouse's store
+(``storage/ports.py``: units of work in the use cases' terms; the DuckDB adapter unless another
+is given). The DuckDB writer and reader beneath it stay reachable for the DuckDB-only drivers."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from replay_assets.core.config import Settings
 from replay_assets.storage import ports
 from replay_assets.storage.db import in_progress
 from replay_assets.storage.db.clock import VirtualClock, real_now, sleep_real
+from replay_assets.storage.db.unit import DuckDBStore
 from replay_assets.storage.db.warehouse import Warehouse, WarehouseReader
 
 
@@ -20,6 +22,7 @@ class Pipeline:
         settings: Settings,
         writer: ports.WarehouseWriter | None = None,
         reader: ports.WarehouseReader | None = None,
+        store: ports.Store | None = None,
     ) -> None:
         self.settings = settings
         self.clock = VirtualClock(settings.home, settings.fixed_now) if settings.fixed_now else None
@@ -27,6 +30,7 @@ class Pipeline:
         self.warehouse: ports.WarehouseWriter = writer or Warehouse(settings.home, timeout)
         copy = settings.home / "published.duckdb"  # answers readers while a writer holds the warehouse
         self.reader: ports.WarehouseReader = reader or WarehouseReader(settings.home, timeout, fallback=copy)
+        self.store: ports.Store = store or DuckDBStore(self.warehouse, self.reader)
 
     def doing(self, use_case: str, partition: str, run_id: str | None) -> AbstractContextManager[None]:
         """Note what this writer does, for readers that cannot open the warehouse meanwhile."""

@@ -5,14 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import duckdb
-
 from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.plan import DatePlan, next_to_apply, plan_load_dates
 from replay_assets.core.status import DateStatus
-from replay_assets.storage.apply.facts import warehouse_facts
 from replay_assets.storage.landing import area as landing_area
-from replay_assets.storage.retention.prune import pruned_through
+from replay_assets.storage.unit import Unit
 from replay_assets.usecases.context import Pipeline
 
 # DELAYED is applicable on purpose: a manual or backfill run of a date whose predecessor is not
@@ -27,9 +24,7 @@ class Decision:
     unreadable: list[str]  # manifests that cannot be read, each naming its file and reason
 
 
-def decide_with(
-    pipeline: Pipeline, con: duckdb.DuckDBPyConnection
-) -> tuple[Decision, dict[str, landing_area.Seen]]:
+def decide_with(pipeline: Pipeline, unit: Unit) -> tuple[Decision, dict[str, landing_area.Seen]]:
     """Readable manifests are kept by their content hash (never by batch id alone: a batch
     id used twice must be seen twice, so the plan can fail the second use closed); an
     unreadable one in a load-date folder is a delivery that is not ready, so its date
@@ -44,21 +39,21 @@ def decide_with(
     blocked = (landing_area.unreadable_delivery(s, landing) for s in seen if s.error)
     deliveries += [d for d in blocked if d is not None]
     window = (settings.load_date_start, now.date().isoformat())
-    plans = plan_load_dates(deliveries, warehouse_facts(con), window, settings.sources)
+    plans = plan_load_dates(deliveries, unit.warehouse_facts(), window, settings.sources)
     return Decision(plans, next_to_apply(plans), unreadable), by_sha
 
 
 def decide(pipeline: Pipeline, timeout: float | None = None) -> Decision:
     """What applies next and why the rest waits; ``timeout=0`` for sensors (never wait)."""
-    with pipeline.warehouse.connect(timeout) as con:
-        return decide_with(pipeline, con)[0]
+    with pipeline.store.connect(timeout) as unit:
+        return decide_with(pipeline, unit)[0]
 
 
 def read_horizon(pipeline: Pipeline) -> tuple[Decision, str]:
     """The decision and the newest load date behind the replay horizon ("" for none), from one
     read of the last committed state (no writer lock)."""
-    with pipeline.reader.read() as con:
-        return decide_with(pipeline, con)[0], pruned_through(con)
+    with pipeline.store.read() as unit:
+        return decide_with(pipeline, unit)[0], unit.pruned_through()
 
 
 def plan_for(decision: Decision, load_date: str) -> DatePlan:

@@ -5,18 +5,15 @@ from __future__ import annotations
 
 import datetime as dt
 
-import duckdb
-
 from replay_assets.core import retention
 from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.events import ValidationContext
 from replay_assets.core.manifest import Manifest
 from replay_assets.core.status import DateStatus, PartitionStatus
-from replay_assets.storage.apply.facts import record_attempt
-from replay_assets.storage.evidence.costs import measure, record_cost
+from replay_assets.storage.evidence.costs import measure
 from replay_assets.storage.landing import area as landing_area
-from replay_assets.storage.landing.ingest import Landed, land_batch
-from replay_assets.storage.retention.prune import pruned_through
+from replay_assets.storage.landing.ingest import Landed
+from replay_assets.storage.unit import Unit
 from replay_assets.usecases.context import Pipeline
 from replay_assets.usecases.decide import APPLICABLE, decide_with, plan_for
 
@@ -34,32 +31,34 @@ def land(
 def _land(pipeline: Pipeline, load_date: str, run_id: str | None, *, sealed_ok: bool) -> list[Landed]:
     allowed = APPLICABLE | ({DateStatus.LATE_DELIVERY} if sealed_ok else set())
     try:
-        with pipeline.warehouse.transaction() as con:
-            decision, by_sha = decide_with(pipeline, con)
+        with pipeline.store.transaction() as unit:
+            decision, by_sha = decide_with(pipeline, unit)
             plan = plan_for(decision, load_date)
             if plan.status not in allowed:
                 raise ReplayError(
                     ErrorCode.NOT_READY, f"load date {load_date} is {plan.status}: {plan.reason}"
                 )
-            behind = retention.refusal(load_date, pruned_through(con), "landing a late batch")
+            behind = retention.refusal(load_date, unit.pruned_through(), "landing a late batch")
             if behind and plan.status is DateStatus.LATE_DELIVERY:
                 raise ReplayError(ErrorCode.BEHIND_HORIZON, behind)
             return [
-                _land_batch(pipeline, con, seen=by_sha[d.manifest_sha256], load_date=load_date, run_id=run_id)
+                _land_batch(
+                    pipeline, unit, seen=by_sha[d.manifest_sha256], load_date=load_date, run_id=run_id
+                )
                 for d in plan.batches
             ]
     except landing_area.DeliveryMismatch as mismatch:
         problem = str(mismatch)
-    with pipeline.warehouse.transaction() as con:
-        decision, _ = decide_with(pipeline, con)
+    with pipeline.store.transaction() as unit:
+        decision, _ = decide_with(pipeline, unit)
         plan = plan_for(decision, load_date)
-        record_attempt(con, plan, status=PartitionStatus.BLOCKED_UPSTREAM, reason=problem, now=pipeline.now())
+        unit.record_attempt(plan, status=PartitionStatus.BLOCKED_UPSTREAM, reason=problem, now=pipeline.now())
     raise ReplayError(ErrorCode.NOT_READY, f"load date {load_date}: {problem}")
 
 
 def _land_batch(
     pipeline: Pipeline,
-    con: duckdb.DuckDBPyConnection,
+    unit: Unit,
     seen: landing_area.Seen,
     load_date: str,
     run_id: str | None,
@@ -70,8 +69,7 @@ def _land_batch(
     records = landing_area.records_file(seen.path.parent, manifest)
     try:
         with measure() as cost:
-            batch = land_batch(
-                con,
+            batch = unit.land_batch(
                 manifest,
                 files=files,
                 ctx=validation_context(pipeline, manifest),
@@ -82,8 +80,7 @@ def _land_batch(
         raise landing_area.DeliveryMismatch(f"batch {manifest.batch_id}: {mismatch}") from mismatch
     if batch.new:
         cost.cpu_seconds += batch.worker_cpu_seconds  # CPU of every process the landing used
-        record_cost(
-            con,
+        unit.record_cost(
             run_id=run_id,
             step="land",
             partition_key=load_date,

@@ -6,17 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import duckdb
-
 from replay_assets.core.plan import with_waiting_statuses
 from replay_assets.core.slo import PartitionSlo, Slo, Slos
 from replay_assets.core.status import PartitionStatus
 from replay_assets.storage.db import in_progress
-from replay_assets.storage.evidence import attempts as service
-from replay_assets.storage.evidence.costs import run_costs as costs_of_run
-from replay_assets.storage.evidence.status import set_status
-from replay_assets.storage.publish import certify, exports, reverify
-from replay_assets.storage.retention.prune import pruned_through
+from replay_assets.storage.publish import reverify
+from replay_assets.storage.unit import Unit
 from replay_assets.usecases.context import Pipeline
 from replay_assets.usecases.decide import Decision, decide_with
 
@@ -26,9 +21,8 @@ class Operations:
     pipeline: Pipeline
 
     def record_step(self, run_id: str, step: str, key: str, attempt: int, outcome: str, detail: str) -> None:
-        with self.pipeline.warehouse.transaction() as con:
-            service.record_step_attempt(
-                con,
+        with self.pipeline.store.transaction() as unit:
+            unit.record_step_attempt(
                 run_id,
                 step=step,
                 partition_key=key,
@@ -39,51 +33,46 @@ class Operations:
             )
 
     def step_attempts(self, run_id: str) -> list[tuple[str, str, int, str, str]]:
-        with self.pipeline.warehouse.connect() as con:
-            return service.step_attempts(con, run_id)
+        with self.pipeline.store.connect() as unit:
+            return unit.step_attempts(run_id)
 
     def slo(self, load_date: str) -> Slo | None:
-        with self.pipeline.reader.read() as con:
-            return service.slo_for(con, load_date, self.pipeline.settings.slo)
+        with self.pipeline.store.read() as unit:
+            return unit.slo_for(load_date, self.pipeline.settings.slo)
 
     def daily_slo(self, business_date: str) -> PartitionSlo | None:
         """One business date's service levels, with the load date they are measured on."""
-        with self.pipeline.reader.read() as con:
-            return self._slos(con, business_date).get(("daily_aggregates", business_date))
+        with self.pipeline.store.read() as unit:
+            return self._slos(unit, business_date).get(("daily_aggregates", business_date))
 
     def daily_slos(self, business_dates: list[str]) -> dict[str, Slo | None]:
         """The service levels of these business dates of daily_aggregates (None: none yet)."""
-        with self.pipeline.reader.read() as con:
-            found = service.daily_slos(con, self.pipeline.settings.slo, business_dates)
+        with self.pipeline.store.read() as unit:
+            found = unit.daily_slos(self.pipeline.settings.slo, business_dates)
         return {day: found[day][0] if day in found else None for day in business_dates}
 
-    def _slos(self, con: duckdb.DuckDBPyConnection, business_date: str | None = None) -> Slos:
+    def _slos(self, unit: Unit, business_date: str | None = None) -> Slos:
         """Every certified partition's service levels (only the daily ones of ``business_date``
         when given), keyed by (asset, partition)."""
         policy = self.pipeline.settings.slo
         out: Slos = {}
         if business_date is None:
-            for key in certify.published_partitions(con, "current_orders"):
-                slo = service.slo_for(con, key, policy)
+            for key in unit.published_partitions("current_orders"):
+                slo = unit.slo_for(key, policy)
                 if slo is not None:
                     out["current_orders", key] = PartitionSlo("current_orders", key, key, slo)
         days = None if business_date is None else [business_date]
-        for day, (slo, fed_by) in service.daily_slos(con, policy, days).items():
+        for day, (slo, fed_by) in unit.daily_slos(policy, days).items():
             out["daily_aggregates", day] = PartitionSlo("daily_aggregates", day, fed_by, slo)
         return out
 
     def reverify(self, asset: str) -> reverify.Verdict:
         """Recompute published partitions as of their own load dates; flag mismatches SUSPECT
         (still visible, with the reason) until a repair certifies them again."""
-        with self.pipeline.warehouse.transaction() as con:
-            verdict = (
-                reverify.reverify_state(con)
-                if asset == "current_orders"
-                else reverify.reverify_aggregates(con)
-            )
+        with self.pipeline.store.transaction() as unit:
+            verdict = unit.reverify_state() if asset == "current_orders" else unit.reverify_aggregates()
             for key, reason in verdict.reasons.items():
-                set_status(
-                    con,
+                unit.set_status(
                     asset,
                     keys=[key],
                     status=PartitionStatus.SUSPECT,
@@ -94,23 +83,23 @@ class Operations:
 
     def daily_totals(self, first: str, last: str) -> list[dict[str, Any]]:
         """Certified totals per business date over all stores (for the UI's chart)."""
-        with self.pipeline.warehouse.connect() as con:
-            return exports.daily_totals(con, first, last)
+        with self.pipeline.store.connect() as unit:
+            return unit.daily_totals(first, last)
 
     def reconcile(self) -> list[dict[str, Any]]:
         """Per load date: the reconciliation sums and whether they add up (SPEC 3.5)."""
-        with self.pipeline.warehouse.connect() as con:
-            return exports.reconciliation_report(con)
+        with self.pipeline.store.connect() as unit:
+            return unit.reconciliation_report()
 
     def status_report(self) -> tuple[Decision, dict[str, list[dict[str, Any]]], Slos]:
         """Read-only, in one read of the last committed state (one wait at most while a writer
         holds the warehouse): the plan, the partition status with the waiting load dates' live
         statuses overlaid (what the next ``run`` records), and the service levels."""
-        with self.pipeline.reader.read() as con:
-            decision = decide_with(self.pipeline, con)[0]
-            report = exports.status_report(con)
-            slos = self._slos(con)
-            horizon = pruned_through(con)
+        with self.pipeline.store.read() as unit:
+            decision = decide_with(self.pipeline, unit)[0]
+            report = unit.status_report()
+            slos = self._slos(unit)
+            horizon = unit.pruned_through()
         keep = self.pipeline.settings.retention_load_dates
         report["retention"] = [{"retention_load_dates": keep, "pruned_through": horizon or None}]
         report["partitions"] = with_waiting_statuses(
@@ -120,13 +109,13 @@ class Operations:
 
     def run_costs(self, run_id: str, step: str) -> dict[str, float]:
         """Cost evidence of one step of one run, for asset metadata."""
-        with self.pipeline.warehouse.connect() as con:
-            return costs_of_run(con, run_id, step)
+        with self.pipeline.store.connect() as unit:
+            return unit.run_costs(run_id, step)
 
     def reading(self) -> dict[str, Any]:
         """Where the last read came from, and what a writer is doing now (if anything)."""
         return {
-            "source": self.pipeline.reader.source,
+            "source": self.pipeline.store.source,
             "in_progress": in_progress.current(self.pipeline.settings.home),
         }
 
@@ -134,11 +123,11 @@ class Operations:
         """The factual update a consumer of one partition needs, in their terms (read-only)."""
         live = self.status_report()[1]["partitions"]
         rows = sorted((r for r in live if r["partition_key"] == partition), key=lambda r: str(r["asset"]))
-        with self.pipeline.reader.read() as con:
-            pointer = certify.pointer(con)
-            versions = certify.newest_versions(con, partition)
-            found = self._slos(con, partition)
-            slo = service.slo_for(con, partition, self.pipeline.settings.slo)
+        with self.pipeline.store.read() as unit:
+            pointer = unit.certified_pointer()
+            versions = unit.newest_versions(partition)
+            found = self._slos(unit, partition)
+            slo = unit.slo_for(partition, self.pipeline.settings.slo)
         if slo is not None:
             found["current_orders", partition] = PartitionSlo("current_orders", partition, partition, slo)
         return consumer_text(partition, rows, versions=versions, pointer=pointer, slos=found)

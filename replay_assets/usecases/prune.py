@@ -6,13 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import duckdb
-
 from replay_assets.core.retention import prunable
 from replay_assets.storage.journal import executor as journal
-from replay_assets.storage.journal.identities import prune_operation
-from replay_assets.storage.publish.certify import pointer
-from replay_assets.storage.retention import prune as storage
+from replay_assets.storage.unit import Unit
 from replay_assets.usecases.context import Pipeline
 from replay_assets.usecases.recover import refresh_published
 
@@ -20,10 +16,10 @@ from replay_assets.usecases.recover import refresh_published
 def prune(pipeline: Pipeline) -> list[str]:
     """Prune what the horizon (``retention_load_dates``) leaves behind; returns the dates pruned."""
     keep = pipeline.settings.retention_load_dates
-    with pipeline.warehouse.connect() as con:
-        applied, done = storage.applied_dates(con), storage.pruned_through(con)
-        due = prunable(applied, keep, pruned_through=done, pointer=pointer(con) or "")
-        operations = [prune_operation(con, day) for day in due]
+    with pipeline.store.connect() as unit:
+        applied, done = unit.applied_dates(), unit.pruned_through()
+        due = prunable(applied, keep, pruned_through=done, pointer=unit.certified_pointer() or "")
+        operations = [unit.prune_operation(day) for day in due]
     for day, op in zip(due, operations, strict=True):
         _prune_one(pipeline, day, op)
     return due
@@ -32,17 +28,17 @@ def prune(pipeline: Pipeline) -> list[str]:
 def _prune_one(pipeline: Pipeline, day: str, op: journal.Operation) -> None:
     keep = pipeline.settings.retention_load_dates
 
-    def mutate(con: duckdb.DuckDBPyConnection) -> tuple[dict[str, Any], str | None]:
+    def mutate(unit: Unit) -> tuple[dict[str, Any], str | None]:
         now = pipeline.now()
-        removed = storage.prune_load_date(con, day, operation_id=op.operation_id, keep=keep, now=now)
-        return {"load_date": day, **removed}, storage.pruned_digest(con, day)
+        removed = unit.prune_load_date(day, operation_id=op.operation_id, keep=keep, now=now)
+        return {"load_date": day, **removed}, unit.pruned_digest(day)
 
     journal.execute(
-        pipeline.warehouse,
+        pipeline.store,
         op,
         mutate=mutate,
         evidence=lambda: refresh_published(pipeline),
-        target_now=lambda con, _entry: storage.pruned_digest(con, day),
+        target_now=lambda unit, _entry: unit.pruned_digest(day),
         clock=pipeline.now,
         fail_point=pipeline.settings.fail_point,
     )

@@ -4,19 +4,18 @@
 from __future__ import annotations
 
 from replay_assets.storage.journal import executor as journal
-from replay_assets.storage.publish import published_copy
 from replay_assets.usecases.context import Pipeline
 
 
 def finish_in_doubt(pipeline: Pipeline) -> list[str]:
     """Finish operations a killed process left committed but incomplete (evidence only)."""
     return journal.finish_committed(
-        pipeline.warehouse, lambda: refresh_published(pipeline), pipeline.now, pipeline.settings.fail_point
+        pipeline.store, lambda: refresh_published(pipeline), pipeline.now, pipeline.settings.fail_point
     )
 
 
 def refresh_published(pipeline: Pipeline) -> list[str]:
     """Export what is certified to the published copy (idempotent; after a crash between a
     commit and its export, the next call catches up)."""
-    with pipeline.warehouse.connect() as con:
-        return published_copy.refresh(con, pipeline.settings.home)
+    with pipeline.store.connect() as unit:
+        return unit.refresh_published_copy(pipeline.settings.home)

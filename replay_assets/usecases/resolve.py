@@ -10,13 +10,10 @@
 
 from __future__ import annotations
 
-import duckdb
-
 from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.plan import DatePlan
 from replay_assets.core.status import DateStatus
-from replay_assets.storage.evidence import batches
-from replay_assets.storage.evidence.attempts import insert_attempt
+from replay_assets.storage.unit import Unit
 from replay_assets.usecases.context import Pipeline
 from replay_assets.usecases.decide import decide_with, plan_for
 
@@ -24,14 +21,14 @@ from replay_assets.usecases.decide import decide_with, plan_for
 def reland(pipeline: Pipeline, batch_id: str, note: str, operator: str) -> str:
     """Remove the landed rows of a batch the schema gate blocked so the next run lands it again
     under today's upcasters; returns its load date. Refused for any other batch."""
-    with pipeline.warehouse.transaction() as con:
-        known = batches.landed(con, batch_id)
+    with pipeline.store.transaction() as unit:
+        known = unit.landed_batch(batch_id)
         if not known:
             raise ReplayError(ErrorCode.UNKNOWN_BATCH, f"no landed batch with batch id {batch_id}")
         day, manifest_sha = known
-        decision, _ = decide_with(pipeline, con)
+        decision, _ = decide_with(pipeline, unit)
         plan = plan_for(decision, day)
-        gated = batches.schema_gated(con, batch_id)
+        gated = unit.schema_gated(batch_id)
         if plan.status is not DateStatus.BLOCKED or not gated:
             raise ReplayError(
                 ErrorCode.USAGE,
@@ -39,12 +36,11 @@ def reland(pipeline: Pipeline, batch_id: str, note: str, operator: str) -> str:
                 "only such a batch can be landed again",
             )
         now = pipeline.now()
-        batches.record_relanding(
-            con, batch_id, day, manifest_sha, violations=gated, note=note, operator=operator, now=now
+        unit.record_relanding(
+            batch_id, day, manifest_sha, violations=gated, note=note, operator=operator, now=now
         )
         # the newest attempt of this input: ready again (a new block will follow it)
-        insert_attempt(
-            con,
+        unit.insert_attempt(
             day,
             plan.identity,
             status=DateStatus.READY.value,
@@ -55,31 +51,29 @@ def reland(pipeline: Pipeline, batch_id: str, note: str, operator: str) -> str:
 
 
 def resolve(pipeline: Pipeline, batch_id: str, note: str, operator: str) -> None:
-    with pipeline.warehouse.transaction() as con:
-        decision, _ = decide_with(pipeline, con)
+    with pipeline.store.transaction() as unit:
+        decision, _ = decide_with(pipeline, unit)
         delivered = {d.load_date for p in decision.plans for d in p.batches if d.batch_id == batch_id}
-        known = batches.landed(con, batch_id)
+        known = unit.landed_batch(batch_id)
         if not delivered and not known:
             raise ReplayError(ErrorCode.UNKNOWN_BATCH, f"no delivery with batch id {batch_id}")
         days = sorted(delivered | ({known[0]} if known else set()))
         plans = [plan_for(decision, day) for day in days]
-        if not any(_blocks(con, plan, batch_id) for plan in plans):
+        if not any(_blocks(unit, plan, batch_id) for plan in plans):
             states = ", ".join(f"{p.load_date} {p.status}" for p in plans)
             raise ReplayError(
                 ErrorCode.USAGE,
                 f"batch {batch_id} does not block its load date ({states}); only a batch that "
                 "blocks a BLOCKED or BLOCKED_UPSTREAM load date can be skipped",
             )
-        batches.record_skip(con, batch_id, note=note, operator=operator, now=pipeline.now())
+        unit.record_skip(batch_id, note=note, operator=operator, now=pipeline.now())
 
 
-def _blocks(con: duckdb.DuckDBPyConnection, plan: DatePlan, batch_id: str) -> bool:
+def _blocks(unit: Unit, plan: DatePlan, batch_id: str) -> bool:
     """Whether ``batch_id`` is what blocks ``plan``'s load date: a contract violation of its
     own, or its delivery is the one not ready (named by the reason)."""
     if plan.status is DateStatus.BLOCKED:
-        return batches.violated_on(con, batch_id, plan.load_date) and batch_id in {
-            d.batch_id for d in plan.batches
-        }
+        return unit.violated_on(batch_id, plan.load_date) and batch_id in {d.batch_id for d in plan.batches}
     if plan.status is DateStatus.BLOCKED_UPSTREAM:
         named = any(f"batch {batch_id}{end}" in plan.reason for end in (" ", ":"))
         return any(d.batch_id == batch_id and (d.not_ready or named) for d in plan.batches)

@@ -5,18 +5,16 @@ read-only (``Operations.status_report``)."""
 from __future__ import annotations
 
 from replay_assets.core.status import WAITING_PARTITION_STATUS
-from replay_assets.storage.evidence.status import set_status
 from replay_assets.usecases.context import Pipeline
 from replay_assets.usecases.decide import Decision, decide_with
 
 
 def record_waiting_statuses(pipeline: Pipeline) -> Decision:
-    with pipeline.warehouse.transaction() as con:
-        decision, _ = decide_with(pipeline, con)
+    with pipeline.store.transaction() as unit:
+        decision, _ = decide_with(pipeline, unit)
         for plan in decision.plans:
             if plan.status in WAITING_PARTITION_STATUS:
-                set_status(
-                    con,
+                unit.set_status(
                     "current_orders",
                     keys=[plan.load_date],
                     status=WAITING_PARTITION_STATUS[plan.status],

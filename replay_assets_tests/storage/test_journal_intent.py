@@ -4,14 +4,15 @@ REPLAY_COMMIT_INTENT_CONFLICT before any source or target I/O."""
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import pytest
 
 from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.journal import intent_digest
 from replay_assets.demo.scenarios import seed001
+from replay_assets.storage.journal import entries
 from replay_assets.storage.journal import executor as journal
 from replay_assets.storage.journal.identities import apply_operation
+from replay_assets.storage.unit import Unit
 from replay_assets.usecases.apply import apply
 from replay_assets.usecases.context import Pipeline
 from replay_assets.usecases.decide import decide
@@ -44,18 +45,18 @@ def test_a_reused_operation_id_fails_before_the_executor_reads_or_writes_the_tar
     reused = journal.Operation(op_id, OTHER_INTENT, "apply_load_date", "current_orders", key, identity)
     calls: list[str] = []
 
-    def mutate(con: duckdb.DuckDBPyConnection) -> tuple[dict[str, Any], str | None]:
+    def mutate(unit: Unit) -> tuple[dict[str, Any], str | None]:
         calls.append("mutate")
         return {}, None
 
-    def target_now(con: duckdb.DuckDBPyConnection, entry: journal.Entry) -> str | None:
+    def target_now(unit: Unit, entry: journal.Entry) -> str | None:
         calls.append("target_now")
         return None
 
     before = warehouse_fingerprint(pipeline)
     with pytest.raises(ReplayError) as raised:
         journal.execute(
-            pipeline.warehouse,
+            pipeline.store,
             reused,
             mutate,
             lambda: calls.append("evidence"),
@@ -80,15 +81,15 @@ def test_applying_a_load_date_whose_operation_id_holds_another_intent_changes_no
         other = journal.Operation(
             op.operation_id, OTHER_INTENT, op.kind, op.asset, op.partition_key, op.input_identity
         )
-        recorded = journal.create_or_get(con, other, "another-build", pipeline.now())
+        recorded = entries.create_or_get(con, other, "another-build", pipeline.now())
     before = warehouse_fingerprint(pipeline)
     with pytest.raises(ReplayError) as raised:
         apply(pipeline, DAY, None)
     assert raised.value.code is ErrorCode.COMMIT_INTENT_CONFLICT
     assert warehouse_fingerprint(pipeline) == before
     with pipeline.warehouse.connect() as con:
-        assert journal.get(con, op.operation_id) == recorded  # still PREPARING, version 1
-        assert not journal.fence_committed(con, op.operation_id)
+        assert entries.get(con, op.operation_id) == recorded  # still PREPARING, version 1
+        assert not entries.fence_committed(con, op.operation_id)
         assert con.execute("SELECT count(*) FROM order_history WHERE load_date = ?", [DAY]).fetchall() == [
             (0,)
         ]

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 
@@ -16,6 +16,9 @@ from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.journal import can_move
 from replay_assets.core.status import CommitState
 from replay_assets.storage.db.warehouse import one
+
+if TYPE_CHECKING:
+    from replay_assets.storage.unit import Unit
 
 S = CommitState
 
@@ -47,9 +50,7 @@ class Divert(Exception):
     """Raised by a mutation to replace itself: its transaction is rolled back and ``instead`` runs
     in a fresh one (a failed gate keeps only its candidate's evidence)."""
 
-    def __init__(
-        self, instead: Callable[[duckdb.DuckDBPyConnection], tuple[dict[str, Any], str | None]]
-    ) -> None:
+    def __init__(self, instead: Callable[[Unit], tuple[dict[str, Any], str | None]]) -> None:
         super().__init__("divert")
         self.instead = instead
 
@@ -57,10 +58,8 @@ class Divert(Exception):
 COLUMNS = "operation_id, kind, asset, partition_key, intent_digest, state, version, result, target_sha256"
 
 
-def get(con: duckdb.DuckDBPyConnection, operation_id: str) -> Entry | None:
-    row = one(con, f"SELECT {COLUMNS} FROM operations WHERE operation_id = ?", [operation_id])
-    if row is None:
-        return None
+def entry_of(row: Sequence[Any]) -> Entry:
+    """An entry from its row, in ``COLUMNS`` order (any engine)."""
     return Entry(
         row[0],
         row[1],
@@ -74,16 +73,39 @@ def get(con: duckdb.DuckDBPyConnection, operation_id: str) -> Entry | None:
     )
 
 
+def same_intent(entry: Entry, op: Operation) -> Entry:
+    """The recorded entry of ``op``, refused when it holds another intent (any engine)."""
+    if entry.intent_digest != op.intent_digest:
+        raise ReplayError(
+            ErrorCode.COMMIT_INTENT_CONFLICT,
+            f"operation {op.operation_id[:16]} exists with another intent digest",
+        )
+    return entry
+
+
+def require_move(entry: Entry, nxt: CommitState) -> None:
+    """Refuses a transition the state machine does not allow (any engine)."""
+    if not can_move(entry.state, nxt):
+        raise ReplayError(ErrorCode.RECOVERY_CONFLICT, f"{entry.state} cannot move to {nxt}")
+
+
+def changed_concurrently(entry: Entry) -> ReplayError:
+    return ReplayError(
+        ErrorCode.RECOVERY_CONFLICT,
+        f"operation {entry.operation_id[:16]} changed concurrently (expected version {entry.version})",
+    )
+
+
+def get(con: duckdb.DuckDBPyConnection, operation_id: str) -> Entry | None:
+    row = one(con, f"SELECT {COLUMNS} FROM operations WHERE operation_id = ?", [operation_id])
+    return None if row is None else entry_of(row)
+
+
 def create_or_get(con: duckdb.DuckDBPyConnection, op: Operation, actor: str, now: dt.datetime) -> Entry:
     """The durable intent. The same id with another intent digest fails before any I/O on the target."""
     entry = get(con, op.operation_id)
     if entry is not None:
-        if entry.intent_digest != op.intent_digest:
-            raise ReplayError(
-                ErrorCode.COMMIT_INTENT_CONFLICT,
-                f"operation {op.operation_id[:16]} exists with another intent digest",
-            )
-        return entry
+        return same_intent(entry, op)
     con.execute(
         "INSERT INTO operations ("
         "operation_id, kind, asset, partition_key, intent_digest, state, version, result, "
@@ -101,7 +123,7 @@ def create_or_get(con: duckdb.DuckDBPyConnection, op: Operation, actor: str, now
         note="intent recorded",
         now=now,
     )
-    return _reload(con, op.operation_id)
+    return reload(con, op.operation_id)
 
 
 def cas(
@@ -115,8 +137,7 @@ def cas(
     target_sha256: str | None = None,
 ) -> Entry:
     """Move ``entry`` to ``nxt`` only if nobody moved it since it was read (version check)."""
-    if not can_move(entry.state, nxt):
-        raise ReplayError(ErrorCode.RECOVERY_CONFLICT, f"{entry.state} cannot move to {nxt}")
+    require_move(entry, nxt)
     rows = con.execute(
         """UPDATE operations SET state = ?, version = version + 1, updated_at = ?,
                result = coalesce(?, result), target_sha256 = coalesce(?, target_sha256)
@@ -132,10 +153,7 @@ def cas(
         ],
     ).fetchall()
     if not rows:
-        raise ReplayError(
-            ErrorCode.RECOVERY_CONFLICT,
-            f"operation {entry.operation_id[:16]} changed concurrently (expected version {entry.version})",
-        )
+        raise changed_concurrently(entry)
     _audit(
         con,
         entry.operation_id,
@@ -146,10 +164,10 @@ def cas(
         note=note,
         now=now,
     )
-    return _reload(con, entry.operation_id)
+    return reload(con, entry.operation_id)
 
 
-def _reload(con: duckdb.DuckDBPyConnection, operation_id: str) -> Entry:
+def reload(con: duckdb.DuckDBPyConnection, operation_id: str) -> Entry:
     entry = get(con, operation_id)
     assert entry is not None, "the journal entry was written in this transaction"
     return entry
@@ -171,3 +189,52 @@ def _audit(
         ") VALUES (?, ?, ?, ?, ?, ?, ?)",
         [operation_id, version, before.value if before else None, after.value, actor, note, now],
     )
+
+
+def require_no_hold(con: duckdb.DuckDBPyConnection) -> None:
+    """Fails with REPLAY_COMMIT_UNKNOWN while an operator holds any operation in COMMIT_UNKNOWN.
+
+    The hold is warehouse-wide on purpose: every later operation builds on the held one (a load
+    date's identity includes the day before's snapshot, aggregates come from the certified pointer)
+    and the published copy exports the whole certified state."""
+    rows = con.execute(
+        "SELECT operation_id, kind, partition_key FROM operations WHERE state = ? ORDER BY operation_id",
+        [S.COMMIT_UNKNOWN.value],
+    ).fetchall()
+    refuse_held(rows)
+
+
+def refuse_held(held: Sequence[Sequence[str]]) -> None:
+    """REPLAY_COMMIT_UNKNOWN naming the held operations (id, kind, partition), if any (any engine)."""
+    if held:
+        named = ", ".join(f"{op_id[:16]} ({kind} {key})" for op_id, kind, key in held)
+        raise ReplayError(
+            ErrorCode.COMMIT_UNKNOWN,
+            f"held by an operator in COMMIT_UNKNOWN: {named}; nothing runs or publishes until it is "
+            "marked: `replay-assets recovery plan --operation-id ID`",
+        )
+
+
+def fence_committed(con: duckdb.DuckDBPyConnection, operation_id: str) -> bool:
+    return one(con, "SELECT 1 FROM commit_markers WHERE operation_id = ?", [operation_id]) is not None
+
+
+def write_fence(con: duckdb.DuckDBPyConnection, op: Operation, now: dt.datetime) -> None:
+    con.execute(
+        "INSERT INTO commit_markers (operation_id, kind, partition_key, input_identity, committed_at) "
+        "VALUES (?, ?, ?, ?, ?)",
+        [op.operation_id, op.kind, op.partition_key, op.input_identity, now],
+    )
+
+
+def committed_in_doubt(con: duckdb.DuckDBPyConnection) -> list[Operation]:
+    """Operations whose fence proves a commit but whose entry never reached COMPLETE, oldest first."""
+    rows = con.execute(
+        """SELECT o.operation_id, o.intent_digest, o.kind, o.asset, o.partition_key, m.input_identity
+        FROM operations o JOIN commit_markers m USING (operation_id)
+        WHERE o.state IN ('COMMITTING', 'TARGET_COMMITTED', 'COMMITTED_INCOMPLETE') ORDER BY o.created_at"""
+    ).fetchall()
+    return [
+        Operation(op_id, digest, kind=kind, asset=asset, partition_key=key, input_identity=identity)
+        for op_id, digest, kind, asset, key, identity in rows
+    ]

@@ -10,11 +10,11 @@ import duckdb
 from replay_assets.core.events import canonical_json, sha256_text
 from replay_assets.core.journal import intent_digest, operation_id
 from replay_assets.core.plan import DatePlan
-from replay_assets.storage.journal import executor as journal
+from replay_assets.storage.journal import entries
 from replay_assets.storage.publish import certify
 
 
-def publish_operation(con: duckdb.DuckDBPyConnection, dates: list[str]) -> journal.Operation:
+def publish_operation(con: duckdb.DuckDBPyConnection, dates: list[str]) -> entries.Operation:
     """Identity of publishing business dates: the dates, the certified state they are computed from
     (the pointer and its snapshot hash) and the queued restatements they release."""
     pointer = certify.pointer(con)
@@ -49,7 +49,7 @@ def publications_digest(con: duckdb.DuckDBPyConnection, dates: list[str]) -> str
     return sha256_text(canonical_json([list(r) for r in rows]))
 
 
-def apply_operation(con: duckdb.DuckDBPyConnection, plan: DatePlan) -> journal.Operation:
+def apply_operation(con: duckdb.DuckDBPyConnection, plan: DatePlan) -> entries.Operation:
     """Identity of applying a load date: its input (manifest hashes) and its upstream content (the
     certified snapshot of the day before), never a run id or a try."""
     prev = (dt.date.fromisoformat(plan.load_date) - dt.timedelta(days=1)).isoformat()
@@ -69,7 +69,7 @@ def apply_operation(con: duckdb.DuckDBPyConnection, plan: DatePlan) -> journal.O
     )
 
 
-def prune_operation(con: duckdb.DuckDBPyConnection, day: str) -> journal.Operation:
+def prune_operation(con: duckdb.DuckDBPyConnection, day: str) -> entries.Operation:
     """Identity of pruning a load date behind the horizon: the date and its applied input."""
     row = con.execute("SELECT identity FROM load_dates WHERE load_date = ?", [day]).fetchall()
     identity = canonical_json([day, str(row[0][0]) if row else ""])
@@ -80,8 +80,8 @@ def prune_operation(con: duckdb.DuckDBPyConnection, day: str) -> journal.Operati
 
 def _operation(
     kind: str, asset: str, key: str, *, input_identity: str, intent: dict[str, Any]
-) -> journal.Operation:
-    return journal.Operation(
+) -> entries.Operation:
+    return entries.Operation(
         operation_id(kind, asset, key, input_identity),
         intent_digest(intent),
         kind=kind,

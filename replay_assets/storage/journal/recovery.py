@@ -18,7 +18,6 @@ from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.journal import IN_DOUBT, MUTATION_BEGUN, Next, next_step
 from replay_assets.core.status import CommitState
 from replay_assets.storage.journal import entries
-from replay_assets.storage.journal import executor as journal
 from replay_assets.storage.ports import WarehouseWriter
 
 S = CommitState
@@ -65,7 +64,7 @@ def inspect(con: duckdb.DuckDBPyConnection, operation_id: str) -> dict[str, Any]
         "intent_digest": entry.intent_digest,
         "state": entry.state.value,
         "version": entry.version,
-        "fence": journal.fence_committed(con, operation_id),
+        "fence": entries.fence_committed(con, operation_id),
         "target_sha256": entry.target_sha256,
         "audit": [dict(zip(("version", "from", "to", "actor", "note", "at"), a, strict=True)) for a in audit],
     }
@@ -76,7 +75,7 @@ def plan(con: duckdb.DuckDBPyConnection, operation_id: str) -> Plan:
     target's own transaction, so it decides whether the mutation committed; an operator decides
     only when the pipeline may act on it (a hold, COMMIT_UNKNOWN, and its release)."""
     entry = _entry(con, operation_id)
-    fence = journal.fence_committed(con, operation_id)
+    fence = entries.fence_committed(con, operation_id)
     actions, explanation = _actions(entry.state, fence)
     return Plan(
         operation_id,
@@ -117,7 +116,7 @@ def apply(
     operator: str,
     evidence: Callable[[], object],
     now: dt.datetime,
-) -> journal.Entry:
+) -> entries.Entry:
     """Carry out one planned action under CAS; refuses if the operation moved since it was planned."""
     with warehouse.transaction() as con:
         current = plan(con, operation_id)
@@ -157,18 +156,18 @@ def apply(
 
 def _walk(
     con: duckdb.DuckDBPyConnection,
-    entry: journal.Entry,
+    entry: entries.Entry,
     states: list[CommitState],
     actor: str,
     note: str,
     now: dt.datetime,
-) -> journal.Entry:
+) -> entries.Entry:
     for state in states:
         entry = entries.cas(con, entry, nxt=state, actor=actor, note=note, now=now)
     return entry
 
 
-def _entry(con: duckdb.DuckDBPyConnection, operation_id: str) -> journal.Entry:
+def _entry(con: duckdb.DuckDBPyConnection, operation_id: str) -> entries.Entry:
     entry = entries.get(con, operation_id)
     if entry is None:
         raise ReplayError(ErrorCode.USAGE, f"no operation {operation_id[:16]}")

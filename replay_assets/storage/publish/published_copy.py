@@ -17,7 +17,7 @@ from typing import Any
 import duckdb
 
 from replay_assets.core.events import canonical_json, sha256_text
-from replay_assets.storage.journal import executor as journal
+from replay_assets.storage.journal import entries
 from replay_assets.storage.landing.deliveries import atomic_replace, atomic_write, temp_path
 from replay_assets.storage.publish import published_state
 from replay_assets.storage.publish.certify import pointer
@@ -121,7 +121,7 @@ def refresh(con: duckdb.DuckDBPyConnection, home: Path) -> list[str]:
     """Bring the published copy up to the warehouse's certified state; writes only the files
     whose certified version changed since the last refresh. Returns the files written. Refuses
     (REPLAY_COMMIT_UNKNOWN) while an operator holds an operation: its target is certified state."""
-    journal.require_no_hold(con)
+    entries.require_no_hold(con)
     root = home / "published"
     state_path = root / "exported.json"
     recorded = state_path.read_text() if state_path.exists() else None
