@@ -94,6 +94,28 @@ def test_an_unfenced_operation_is_never_read_and_the_next_writer_removes_it(
     assert (rows(store, "a"), rows(store, "b")) == ([(1, "x")], [(2, "y")])
 
 
+def test_a_table_already_back_to_its_fenced_content_is_not_rolled_back_again(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """An abandoned write to a table no fence names, rolled back by a writer that then fenced
+    nothing: the table is empty at a version no fence names. Sail commits nothing for an empty
+    overwrite of an empty table, so a second rollback would not be the commit the next writer
+    counts, and that writer was refused as if another had written."""
+    store = DeltaTables(spark, str(tmp_path))
+    abandoned = begin(store, "op-lost", "a")
+    abandoned.append("a", spark.createDataFrame([(9, "lost")], ROW))
+    begin(store, "op-reader", "a")  # rolls "a" back to empty, fences nothing
+    writer = begin(store, "op-2", "a", "b")
+    assert writer.head("a").collect() == []
+    writer.append("b", spark.createDataFrame([(2, "y")], ROW))
+    writer.fence(NOW)
+    assert (rows(store, "a"), rows(store, "b")) == (None, [(2, "y")])
+    again = begin(store, "op-3", "a")
+    again.append("a", spark.createDataFrame([(3, "z")], ROW))
+    again.fence(NOW)
+    assert rows(store, "a") == [(3, "z")]
+
+
 def test_writers_interleaved_on_one_table_both_fail_to_fence(spark: SparkSession, tmp_path: Path) -> None:
     store = DeltaTables(spark, str(tmp_path))
     put(store, "op-1", a=[(1, "x")])

@@ -1,0 +1,53 @@
+"""Evidence on Delta: the Spark unit's share of ``EvidenceUnit`` (the same rows as
+``storage/evidence/`` in DuckDB)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from pyspark.sql import functions as F
+
+from replay_assets.storage.spark.unit import UnitBase
+
+
+class EvidenceOps(UnitBase):
+    def sensor_cursor(self, sensor: str) -> str | None:
+        rows = self.rows(self.frame("sensor_cursors").where(F.col("name") == F.lit(sensor)).select("cursor"))
+        return str(rows[0]["cursor"]) if rows else None
+
+    def save_sensor_cursor(self, sensor: str, cursor: str) -> None:
+        self.merge("sensor_cursors", [{"name": sensor, "cursor": cursor}], on=("name",), update=("cursor",))
+
+    def record_step_attempt(
+        self,
+        run_id: str,
+        *,
+        step: str,
+        partition_key: str,
+        attempt: int,
+        outcome: str,
+        detail: str,
+        now: dt.datetime,
+    ) -> None:
+        """``detail`` is an error code or class name, never a row value."""
+        row = {
+            "run_id": run_id,
+            "step": step,
+            "partition_key": partition_key,
+            "attempt": attempt,
+            "outcome": outcome,
+            "detail": detail,
+            "recorded_at": now,
+        }
+        self.append("step_attempts", [row])
+
+    def step_attempts(self, run_id: str) -> list[tuple[str, str, int, str, str]]:
+        """(step, partition, attempt, outcome, detail) of one run, in the order they happened."""
+        started_first = F.when(F.col("outcome") == F.lit("STARTED"), 0).otherwise(1)
+        found = self.frame("step_attempts").where(F.col("run_id") == F.lit(run_id))
+        ordered = found.orderBy("recorded_at", "attempt", started_first)
+        rows = self.rows(ordered.select(["step", "partition_key", "attempt", "outcome", "detail"]))
+        return [
+            (str(r["step"]), str(r["partition_key"]), int(r["attempt"]), str(r["outcome"]), str(r["detail"]))
+            for r in rows
+        ]

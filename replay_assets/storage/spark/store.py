@@ -1,0 +1,57 @@
+"""The Spark Connect + Delta adapter of the ``Store`` port: units of work on the warehouse's
+Delta tables (``schema.py``), each writer's unit one fenced transaction (``tables.py``).
+
+- ``transaction()``: a writer over every warehouse table on the newest fence; its writes become
+  visible together when the body returns (one fence), and never when it raises or the process
+  dies (the next writer rolls them back). A unit that wrote nothing does not fence.
+- ``connect()`` and ``read()``: a reader's unit pinned at the newest fence; it refuses writes.
+  The use cases only read under ``connect()``; on this engine it needs no lock.
+
+The unit's operations live in one module per room (``journal.py``, ...), each a mixin of
+``SparkUnit`` over the helpers of ``unit.py``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+
+from pyspark.sql import SparkSession
+
+from replay_assets.storage.db.clock import real_now
+from replay_assets.storage.spark import schema
+from replay_assets.storage.spark.evidence import EvidenceOps
+from replay_assets.storage.spark.journal import JournalOps
+from replay_assets.storage.spark.tables import DeltaTables
+from replay_assets.storage.spark.unit import UnitBase
+
+
+class SparkUnit(JournalOps, EvidenceOps, UnitBase):
+    """One fenced transaction or one pinned read of the Delta warehouse."""
+
+
+class SparkStore:
+    def __init__(self, spark: SparkSession, root: str, clock: Callable[[], dt.datetime] = real_now) -> None:
+        self.tables = DeltaTables(spark, root)
+        self.clock = clock
+        self.source = "warehouse"
+
+    @contextmanager
+    def transaction(self, timeout: float | None = None) -> Iterator[SparkUnit]:
+        writer = self.tables.begin(f"unit-{uuid.uuid4().hex}", tuple(sorted(schema.schemas())))
+        assert writer is not None, "a fresh unit id has never fenced"
+        yield SparkUnit(self.tables, writer.snapshot, writer)
+        if writer.commits:
+            writer.fence(self.clock())
+
+    @contextmanager
+    def read(self, timeout: float | None = None) -> Iterator[SparkUnit]:
+        yield SparkUnit(self.tables, self.tables.committed(), None)
+
+    def connect(self, timeout: float | None = None) -> AbstractContextManager[SparkUnit]:
+        return self.read(timeout)
+
+    def released(self) -> AbstractContextManager[None]:
+        return nullcontext()

@@ -1,0 +1,74 @@
+"""What every operation of the Spark unit stands on: a table as this unit sees it (the writer's
+head with its own writes, or the reader's pinned fence), appending typed rows, and one guarded
+``MERGE``. Values reach Spark as DataFrames and column expressions, never as SQL text."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import DataFrame
+from pyspark.sql.pandas.types import from_arrow_schema
+
+from replay_assets.core.errors import ErrorCode, ReplayError
+from replay_assets.storage.spark import schema
+from replay_assets.storage.spark.tables import DeltaTables, Snapshot, Writer
+
+
+class UnitBase:
+    def __init__(self, tables: DeltaTables, snapshot: Snapshot, writer: Writer | None) -> None:
+        self.tables = tables
+        self.snapshot = snapshot
+        self.writer = writer
+        self.spark = tables.spark
+
+    def frame(self, table: str) -> DataFrame:
+        """``table`` as this unit sees it; empty, with its columns, before its first commit."""
+        if self.writer is not None:
+            if self.writer.base.get(table) is not None or self.writer.commits.get(table):
+                return self.writer.head(table)
+        else:
+            found = self.tables.read(table, self.snapshot)
+            if found is not None:
+                return found
+        return self._frame(table, [])
+
+    def rows(self, frame: DataFrame) -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = frame.toArrow().to_pylist()
+        return found
+
+    def append(self, table: str, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Append ``rows`` (column to value; a missing column is null) as one commit."""
+        self._writing().append(table, self._frame(table, rows))
+
+    def merge(
+        self, table: str, rows: Sequence[Mapping[str, Any]], on: Sequence[str], update: Sequence[str]
+    ) -> None:
+        """Set ``update`` from ``rows`` on the rows matching ``on``, and insert the rows that match
+        none, as one commit (an upsert by key)."""
+        writer = self._writing()
+        source = self._frame(table, rows)
+        view = f"_src_{uuid.uuid4().hex}"
+        source.createOrReplaceTempView(view)
+        match = " AND ".join(f"t.{c} = s.{c}" for c in on)
+        assignments = ", ".join(f"{c} = s.{c}" for c in update)
+        try:
+            writer.statement(
+                table,
+                f"MERGE INTO {{target}} t USING {view} s ON {match} "
+                f"WHEN MATCHED THEN UPDATE SET {assignments} WHEN NOT MATCHED THEN INSERT *",
+            )
+        finally:
+            self.spark.catalog.dropTempView(view)
+
+    def _frame(self, table: str, rows: Sequence[Mapping[str, Any]]) -> DataFrame:
+        columns = schema.schemas()[table]
+        arrow = pa.Table.from_pylist([dict(r) for r in rows], schema=columns)
+        return self.spark.createDataFrame(arrow, schema=from_arrow_schema(columns))
+
+    def _writing(self) -> Writer:
+        if self.writer is None:
+            raise ReplayError(ErrorCode.USAGE, "a reader's unit of the warehouse cannot write")
+        return self.writer
