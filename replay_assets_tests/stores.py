@@ -1,5 +1,6 @@
 """Every adapter of the warehouse's ``Store`` port (``storage/ports.py``) the contract tests run
-against, by name: DuckDB in a home folder, and Delta tables on the tests' real Sail server."""
+against, by name: DuckDB in a home folder, and Delta tables on the tests' real Sail server. A
+child process builds the same store with ``make_store`` (``journal_child.py``)."""
 
 from __future__ import annotations
 
@@ -21,30 +22,35 @@ STORES = ("duckdb", "spark")
 class Opened:
     store: Any  # a ports.Store; the Spark adapter's is still partial (docs/deploy.md)
     again: Callable[[], Opened]  # another store on the same warehouse (its own session)
+    kind: str
+    root: Path
+    remote: str  # the Sail server's address ("" for DuckDB)
+
+
+def make_store(kind: str, root: Path, remote: str) -> tuple[Any, Callable[[], None]]:
+    """A store of ``kind`` on the warehouse at ``root``, and what closes it."""
+    if kind == "duckdb":
+        return DuckDBStore(Warehouse(root, 5.0), WarehouseReader(root, 5.0)), lambda: None
+    from replay_assets.storage.spark.store import SparkStore
+    from replay_assets_tests.sail_server import session
+
+    spark = session(remote)
+    return SparkStore(spark, str(root)), spark.stop
 
 
 @contextmanager
 def open_store(request: pytest.FixtureRequest, kind: str, tmp_path: Path) -> Iterator[Opened]:
-    if kind == "duckdb":
-        home = tmp_path / "home"
+    remote = request.getfixturevalue("sail") if kind == "spark" else ""
+    root = tmp_path / "warehouse"
+    closers: list[Callable[[], None]] = []
 
-        def duckdb() -> Opened:
-            return Opened(DuckDBStore(Warehouse(home, 5.0), WarehouseReader(home, 5.0)), duckdb)
-
-        yield duckdb()
-        return
-    from replay_assets.storage.spark.store import SparkStore
-    from replay_assets_tests.sail_server import session
-
-    remote = request.getfixturevalue("sail")
-    sessions = []
-
-    def spark() -> Opened:
-        sessions.append(session(remote))
-        return Opened(SparkStore(sessions[-1], str(tmp_path / "delta")), spark)
+    def opened() -> Opened:
+        store, close = make_store(kind, root, remote)
+        closers.append(close)
+        return Opened(store, opened, kind, root, remote)
 
     try:
-        yield spark()
+        yield opened()
     finally:
-        for s in sessions:
-            s.stop()
+        for close in closers:
+            close()

@@ -16,7 +16,13 @@ FORBIDDEN = {
         "replay_assets.entrypoints",
         "replay_assets.demo",
     },
-    "usecases": {"dagster", "duckdb", "replay_assets.defs", "replay_assets.entrypoints", "replay_assets.demo"},
+    "usecases": {
+        "dagster",
+        "duckdb",
+        "replay_assets.defs",
+        "replay_assets.entrypoints",
+        "replay_assets.demo",
+    },
 }
 
 

@@ -7,78 +7,36 @@ child processes killed with SIGKILL, is in ``test_journal_kills.py``."""
 
 from __future__ import annotations
 
-import datetime as dt
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from replay_assets.core.errors import ErrorCode, ReplayError
-from replay_assets.core.journal import intent_digest, operation_id
 from replay_assets.core.status import CommitState
 from replay_assets.storage.journal import executor as journal
 from replay_assets.storage.journal.entries import Divert, Operation
+from replay_assets_tests.journal_operation import NOW, mark, mutations, operation
+from replay_assets_tests.journal_operation import execute as run_operation
 from replay_assets_tests.stores import STORES, Opened, open_store
 
-NOW = dt.datetime(2026, 10, 1, 12, tzinfo=dt.UTC)
-RUN = "run-contract"
 S = CommitState
 
 
-def _op(name: str = "one", intent: int = 1) -> Operation:
-    return Operation(
-        operation_id("contract", "sensor", name, name),
-        intent_digest({"intent": intent}),
-        kind="contract",
-        asset="sensor",
-        partition_key=name,
-        input_identity=name,
-    )
-
-
-@pytest.fixture(params=sorted(STORES))
+@pytest.fixture(params=STORES)
 def opened(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Opened]:
     with open_store(request, request.param, tmp_path) as found:
         yield found
 
 
-def _mark(unit: Any, outcome: str) -> None:
-    unit.record_step_attempt(
-        RUN, step="contract", partition_key="p", attempt=1, outcome=outcome, detail="-", now=NOW
-    )
+def _execute(opened: Opened, op: Operation | None = None, **kwargs: Any) -> dict[str, Any]:
+    return run_operation(opened.store, op, **kwargs)
 
 
 def _mutations(opened: Opened) -> list[str]:
-    with opened.store.read() as unit:
-        return [row[3] for row in unit.step_attempts(RUN)]
-
-
-def _execute(
-    opened: Opened,
-    op: Operation | None = None,
-    *,
-    mutate: Callable[[Any], tuple[dict[str, Any], str | None]] | None = None,
-    evidence: Callable[[], object] = lambda: None,
-    calls: list[str] | None = None,
-) -> dict[str, Any]:
-    seen = calls if calls is not None else []
-
-    def mutated(unit: Any) -> tuple[dict[str, Any], str | None]:
-        seen.append("mutate")
-        _mark(unit, "MUTATED")
-        return {"mutated": True}, "target-1"
-
-    return journal.execute(
-        opened.store,
-        op or _op(),
-        mutate=mutate or mutated,
-        evidence=evidence,
-        target_now=lambda unit, entry: "target-1",
-        clock=lambda: NOW,
-        fail_point=None,
-    )
+    return mutations(opened.store)
 
 
 def _entry(opened: Opened, op: Operation) -> Any:
@@ -92,7 +50,7 @@ def test_an_operation_mutates_once_and_a_retry_returns_its_record(opened: Opened
     assert _execute(opened, calls=calls) == {"mutated": True}
     assert calls == ["mutate"]
     assert _mutations(opened) == ["MUTATED"]
-    entry, fenced = _entry(opened, _op())
+    entry, fenced = _entry(opened, operation())
     assert (entry.state, entry.target_sha256, fenced) == (S.COMPLETE, "target-1", True)
 
 
@@ -100,7 +58,7 @@ def test_another_intent_under_the_same_id_is_refused_before_anything_runs(opened
     _execute(opened)
     calls: list[str] = []
     with pytest.raises(ReplayError) as refused:
-        _execute(opened, _op(intent=2), calls=calls)
+        _execute(opened, operation(intent=2), calls=calls)
     assert refused.value.code is ErrorCode.COMMIT_INTENT_CONFLICT
     assert calls == []
     assert _mutations(opened) == ["MUTATED"]
@@ -108,12 +66,12 @@ def test_another_intent_under_the_same_id_is_refused_before_anything_runs(opened
 
 def test_a_mutation_that_raises_leaves_nothing_and_the_retry_mutates_once(opened: Opened) -> None:
     def broken(unit: Any) -> tuple[dict[str, Any], str | None]:
-        _mark(unit, "HALF")
+        mark(unit, "HALF")
         raise RuntimeError("the step failed after its first write")
 
     with pytest.raises(RuntimeError):
         _execute(opened, mutate=broken)
-    entry, fenced = _entry(opened, _op())
+    entry, fenced = _entry(opened, operation())
     assert (entry.state, fenced) == (S.COMMITTING, False)
     assert _mutations(opened) == []
     assert _execute(opened) == {"mutated": True}
@@ -122,16 +80,16 @@ def test_a_mutation_that_raises_leaves_nothing_and_the_retry_mutates_once(opened
 
 def test_a_diverted_mutation_keeps_only_what_replaced_it(opened: Opened) -> None:
     def instead(unit: Any) -> tuple[dict[str, Any], str | None]:
-        _mark(unit, "DIVERTED")
+        mark(unit, "DIVERTED")
         return {"diverted": True}, None
 
     def diverting(unit: Any) -> tuple[dict[str, Any], str | None]:
-        _mark(unit, "MUTATED")
+        mark(unit, "MUTATED")
         raise Divert(instead)
 
     assert _execute(opened, mutate=diverting) == {"diverted": True}
     assert _mutations(opened) == ["DIVERTED"]
-    entry, fenced = _entry(opened, _op())
+    entry, fenced = _entry(opened, operation())
     assert (entry.state, entry.result, fenced) == (S.COMPLETE, {"diverted": True}, True)
 
 
@@ -141,18 +99,18 @@ def test_failed_evidence_leaves_a_committed_operation_that_recovery_completes_on
 
     with pytest.raises(RuntimeError):
         _execute(opened, evidence=failing)
-    entry, fenced = _entry(opened, _op())
+    entry, fenced = _entry(opened, operation())
     assert (entry.state, fenced) == (S.COMMITTED_INCOMPLETE, True)
     finished: list[str] = []
     done = journal.finish_committed(opened.store, lambda: finished.append("evidence"), lambda: NOW, None)
-    assert done == [_op().operation_id]
+    assert done == [operation().operation_id]
     assert finished == ["evidence"]
-    assert _entry(opened, _op())[0].state is S.COMPLETE
+    assert _entry(opened, operation())[0].state is S.COMPLETE
     assert _mutations(opened) == ["MUTATED"]
 
 
 def test_an_operator_hold_stops_every_operation(opened: Opened) -> None:
-    held = _op("held")
+    held = operation("held")
     with opened.store.transaction() as unit:
         entry = unit.create_or_get_entry(held, "pipeline", NOW)
         for nxt in (S.PREPARED, S.COMMITTING, S.COMMIT_UNKNOWN):
@@ -166,12 +124,12 @@ def test_an_operator_hold_stops_every_operation(opened: Opened) -> None:
 
 def test_a_compare_and_set_from_a_stale_entry_is_refused(opened: Opened) -> None:
     with opened.store.transaction() as unit:
-        stale = unit.create_or_get_entry(_op(), "pipeline", NOW)
+        stale = unit.create_or_get_entry(operation(), "pipeline", NOW)
         unit.cas_entry(stale, nxt=S.PREPARED, actor="first", note="moved", now=NOW)
     with pytest.raises(ReplayError) as refused, opened.store.transaction() as unit:
         unit.cas_entry(stale, nxt=S.PREPARED, actor="second", note="stale", now=NOW)
     assert refused.value.code is ErrorCode.RECOVERY_CONFLICT
-    assert _entry(opened, _op())[0].version == 2
+    assert _entry(opened, operation())[0].version == 2
 
 
 def test_two_workers_of_one_operation_mutate_once(opened: Opened, tmp_path: Path) -> None:
