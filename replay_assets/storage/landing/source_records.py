@@ -4,6 +4,8 @@ the native line it became or why none, and the evidence the native event cannot 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from typing import Any
 
 import duckdb
 import polars as pl
@@ -35,10 +37,16 @@ SOURCE_RECORD_FIELDS = ("record", "line", "adapter", "reason", "evidence", "enve
 def land_records(
     con: duckdb.DuckDBPyConnection, manifest: Manifest, records: DeliveryFile, line_bytes: int
 ) -> None:
+    for rows in record_rows(manifest, records, line_bytes):
+        insert_frame(con, "source_records", pl.DataFrame(rows, schema=SOURCE_RECORDS_SCHEMA))
+
+
+def record_rows(manifest: Manifest, records: DeliveryFile, line_bytes: int) -> Iterator[list[dict[str, Any]]]:
     """The adapter's source records (one JSON object a line: the record's number in the file it
     read, the native line it became or null, the adapter, why it could not be mapped, its
-    evidence, the record as delivered), verified against the manifest like a data file. A record
-    holds the delivered line and more, so its lines may be longer than an event's."""
+    evidence, the record as delivered), verified against the manifest like a data file, as rows
+    a chunk at a time (any engine). A record holds the delivered line and more, so its lines may
+    be longer than an event's."""
     data_file = manifest.files[0].path if manifest.files else None
     for first, lines, problems in records.chunks(line_bytes=line_bytes):
         rows = []
@@ -66,4 +74,4 @@ def land_records(
                 }
             )
         if rows:
-            insert_frame(con, "source_records", pl.DataFrame(rows, schema=SOURCE_RECORDS_SCHEMA))
+            yield rows
