@@ -7,7 +7,6 @@ import datetime as dt
 import tempfile
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,18 +21,8 @@ from replay_assets.storage.db.warehouse import insert_frame, one
 from replay_assets.storage.landing import parallel, rows, validation
 from replay_assets.storage.landing.area import DeliveryFile, RawChunk
 from replay_assets.storage.landing.files import LineProblem
+from replay_assets.storage.landing.rows import Landed as Landed
 from replay_assets.storage.landing.source_records import RECORD_LINE_FACTOR, land_records
-
-
-@dataclass(frozen=True)
-class Landed:
-    batch_id: str
-    source_events: int
-    rejected: int
-    violations: int
-    bytes_read: int
-    new: bool
-    worker_cpu_seconds: float = 0.0  # landing workers' CPU time (the landing process's is measured apart)
 
 
 def landed_sha(con: duckdb.DuckDBPyConnection, batch_id: str) -> str | None:
@@ -53,8 +42,7 @@ def land_batch(
     fails closed with REPLAY_BATCH_ID_REUSED and lands nothing."""
     known = landed_sha(con, manifest.batch_id)
     if known is not None:
-        rows.require_same_batch(manifest, known)
-        return Landed(manifest.batch_id, 0, rejected=0, violations=0, bytes_read=0, new=False)
+        return rows.landed_again(manifest, known)
     base = {"batch_id": manifest.batch_id, "source": manifest.source, "load_date": manifest.load_date}
     found = rows.Found(violations=rows.schema_gate(manifest, ctx))
     events = 0
@@ -69,15 +57,7 @@ def land_batch(
         frame = pl.DataFrame(found.violations, infer_schema_length=None).drop("source")
         insert_frame(con, "batch_violations", frame.with_columns(pl.lit(now).alias("detected_at")))
     _record_upcasts(con, manifest, found.upcast, ctx)
-    return Landed(
-        manifest.batch_id,
-        events,
-        rejected=len(found.rejected),
-        violations=len(found.violations),
-        bytes_read=sum(f.size for f in files),
-        new=True,
-        worker_cpu_seconds=found.worker_cpu_seconds,
-    )
+    return found.landed(manifest, events, files)
 
 
 def _record_upcasts(

@@ -65,6 +65,17 @@ STAGED_SCHEMA = pl.Schema(
 )
 
 
+@dataclass(frozen=True)
+class Landed:
+    batch_id: str
+    source_events: int
+    rejected: int
+    violations: int
+    bytes_read: int
+    new: bool
+    worker_cpu_seconds: float = 0.0  # landing workers' CPU time (the landing process's is measured apart)
+
+
 @dataclass
 class Found:
     """What a batch's lines produced besides staged events: rejections, schema-gate violations,
@@ -76,14 +87,27 @@ class Found:
     upcast: Counter[tuple[str, int]] = field(default_factory=Counter)
     worker_cpu_seconds: float = 0.0
 
+    def landed(self, manifest: Manifest, events: int, files: Sequence[DeliveryFile]) -> Landed:
+        """What landing the batch did, once its rows are written."""
+        return Landed(
+            manifest.batch_id,
+            events,
+            rejected=len(self.rejected),
+            violations=len(self.violations),
+            bytes_read=sum(f.size for f in files),
+            new=True,
+            worker_cpu_seconds=self.worker_cpu_seconds,
+        )
 
-def require_same_batch(manifest: Manifest, landed_sha256: str) -> None:
-    """A batch id landed before may come again only with the same manifest: another content
-    under it fails closed (REPLAY_BATCH_ID_REUSED) and lands nothing."""
+
+def landed_again(manifest: Manifest, landed_sha256: str) -> Landed:
+    """A batch id landed before may come again only with the same manifest, which lands nothing
+    (idempotent); another content under it fails closed (REPLAY_BATCH_ID_REUSED)."""
     if landed_sha256 != manifest.sha256:
         raise ReplayError(
             ErrorCode.BATCH_ID_REUSED, f"batch {manifest.batch_id} was landed before with other content"
         )
+    return Landed(manifest.batch_id, 0, rejected=0, violations=0, bytes_read=0, new=False)
 
 
 def schema_gate(manifest: Manifest, ctx: ValidationContext) -> list[dict[str, Any]]:
