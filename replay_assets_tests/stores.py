@@ -54,3 +54,13 @@ def open_store(request: pytest.FixtureRequest, kind: str, tmp_path: Path) -> Ite
     finally:
         for close in closers:
             close()
+
+
+def table_rows(opened: Opened, table: str) -> list[tuple[object, ...]]:
+    """Every row of ``table`` as a reader of ``opened`` sees it, sorted (None first)."""
+    with opened.store.read() as unit:
+        if opened.kind == "duckdb":
+            found = [tuple(r) for r in unit.con.execute(f'SELECT * FROM "{table}"').fetchall()]
+        else:
+            found = [tuple(r.values()) for r in unit.rows(unit.frame(table))]
+    return sorted(found, key=lambda row: [(v is not None, str(v)) for v in row])

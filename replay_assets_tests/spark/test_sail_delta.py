@@ -130,3 +130,17 @@ def test_time_travel_returns_a_table_to_a_version_and_restore_does_not_parse(
         spark.sql("RESTORE TABLE state TO VERSION AS OF 0").collect()
     spark.sql("INSERT OVERWRITE state SELECT * FROM state VERSION AS OF 0").collect()
     assert _rows(spark, table) == [(1, "a", 1)]
+
+
+def test_an_empty_overwrite_of_an_empty_table_commits_nothing(spark: SparkSession, tmp_path: Path) -> None:
+    """A rollback of a table that is empty already is no commit: ``begin`` must not count it as
+    one (``tables.py``, ``_both_empty``)."""
+    table = tmp_path / "t"
+    spark.createDataFrame([(1, "a", 1)], ROW).write.format("delta").save(str(table))
+    empty = spark.read.format("delta").load(str(table)).where("false")
+    empty.write.format("delta").mode("overwrite").save(str(table))
+    assert _versions(table) == 2
+    spark.read.format("delta").load(str(table)).where("false").write.format("delta").mode("overwrite").save(
+        str(table)
+    )
+    assert _versions(table) == 2 and _rows(spark, table) == []

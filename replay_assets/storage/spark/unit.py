@@ -8,6 +8,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import polars as pl
 import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql.pandas.types import from_arrow_schema
@@ -42,6 +43,18 @@ class UnitBase:
     def append(self, table: str, rows: Sequence[Mapping[str, Any]]) -> None:
         """Append ``rows`` (column to value; a missing column is null) as one commit."""
         self._writing().append(table, self._frame(table, rows))
+
+    def append_frames(self, table: str, frames: Sequence[pl.DataFrame]) -> None:
+        """Append the rows of ``frames`` as one commit (none when they hold no row): columns by
+        name, cast to the table's types, a missing one null. Through Arrow, never row by row."""
+        frames = [f for f in frames if f.height]
+        if not frames:
+            return
+        columns = schema.schemas()[table]
+        whole = pl.concat(frames, how="diagonal_relaxed")
+        missing = [pl.lit(None).alias(name) for name in columns.names if name not in whole.columns]
+        arrow = whole.with_columns(missing).select(columns.names).to_arrow().cast(columns)
+        self._writing().append(table, self.spark.createDataFrame(arrow, schema=from_arrow_schema(columns)))
 
     def merge(
         self, table: str, rows: Sequence[Mapping[str, Any]], on: Sequence[str], update: Sequence[str]
