@@ -1,6 +1,7 @@
 """Applying one load date: one transaction covering state history, tombstones, the event
 registry, the restatement queue, watermarks, reconciliation, the snapshot record and the commit
-marker (SPEC 3.7). The caller owns the transaction; nothing here commits."""
+marker (SPEC 3.7). The caller owns the transaction; nothing here commits. Engine-neutral: the
+steps are a port (``steps.py``), so every engine applies a date by this one procedure."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ import datetime as dt
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import duckdb
 import polars as pl
 
 from replay_assets.core.aggregate import Controls
@@ -17,15 +17,8 @@ from replay_assets.core.gate import CheckOutcome, all_passed, failures, outcome_
 from replay_assets.core.plan import DatePlan
 from replay_assets.core.state import Counts
 from replay_assets.core.status import ApplyOutcome
-from replay_assets.storage.apply import latest, state_digest
-from replay_assets.storage.apply import writes as records
-from replay_assets.storage.apply.snapshot_scan import Snapshot, check_written
-from replay_assets.storage.apply.stage import (
-    drop_fold,
-    stage_fold,
-)
-from replay_assets.storage.db.warehouse import one
-from replay_assets.storage.publish import certify
+from replay_assets.storage.apply.snapshot_scan import Snapshot
+from replay_assets.storage.apply.steps import ApplySteps
 
 
 @dataclass(frozen=True)
@@ -43,26 +36,26 @@ class ApplyResult:
     row_count: int = 0  # rows of the state snapshot as of the load date
 
 
-def _mode(con: duckdb.DuckDBPyConnection, plan: DatePlan, sealed_ok: bool, restate: bool) -> ApplyOutcome:
+def _mode(steps: ApplySteps, plan: DatePlan, sealed_ok: bool, restate: bool) -> ApplyOutcome:
     day = plan.load_date
-    row = one(con, "SELECT identity FROM load_dates WHERE load_date = ?", [day])
-    if restate and row is not None:
+    identity = steps.applied_identity(day)
+    if restate and identity is not None:
         return ApplyOutcome.RESTATED  # an earlier load date of its chain was folded again
-    latest = one(con, "SELECT max(load_date) FROM load_dates")
-    later = latest is not None and latest[0] is not None and latest[0] > day
+    newest = steps.newest_applied()
+    later = newest is not None and newest > day
     if later and not sealed_ok:
-        if row is not None and row[0] == plan.identity:
+        if identity is not None and identity == plan.identity:
             return ApplyOutcome.UNCHANGED
         raise ReplayError(
             ErrorCode.LOAD_DATE_SEALED, f"load date {day} is sealed: later load dates are applied"
         )
-    if row is None:
+    if identity is None:
         return ApplyOutcome.APPLIED
-    return ApplyOutcome.UNCHANGED if row[0] == plan.identity else ApplyOutcome.RESTATED
+    return ApplyOutcome.UNCHANGED if identity == plan.identity else ApplyOutcome.RESTATED
 
 
 def apply_load_date(
-    con: duckdb.DuckDBPyConnection,
+    steps: ApplySteps,
     plan: DatePlan,
     first_date: str,
     run_id: str | None,
@@ -75,16 +68,16 @@ def apply_load_date(
     verifies against stored history (REPLAY_HISTORY_DIVERGED if it differs) and writes nothing.
     ``restate`` folds an applied date again whole although its own input is unchanged: a late
     delivery re-applied an earlier date, so the state it builds on changed."""
-    mode = _mode(con, plan, sealed_ok, restate)
+    mode = _mode(steps, plan, sealed_ok, restate)
     try:
-        stage_fold(con, [b.batch_id for b in plan.batches], plan.load_date)
-        return _apply_folded(con, plan, mode=mode, first_date=first_date, run_id=run_id, now=now)
+        steps.stage_fold([b.batch_id for b in plan.batches], plan.load_date)
+        return _apply_folded(steps, plan, mode=mode, first_date=first_date, run_id=run_id, now=now)
     finally:
-        drop_fold(con)
+        steps.drop_fold()
 
 
 def _apply_folded(
-    con: duckdb.DuckDBPyConnection,
+    steps: ApplySteps,
     plan: DatePlan,
     mode: ApplyOutcome,
     first_date: str,
@@ -92,20 +85,20 @@ def _apply_folded(
     now: dt.datetime,
 ) -> ApplyResult:
     day = plan.load_date
-    counts = records.batch_counts(con, plan)
-    violations = records.violations(con, plan)
+    counts = steps.batch_counts(plan)
+    violations = steps.violations(plan)
     if violations.height:
-        records.record_blocked(con, plan, found=violations, counts=counts, now=now)
+        steps.record_blocked(plan, found=violations, counts=counts, now=now)
         reasons = tuple(violations["detail"].to_list()[:5])
         return ApplyResult(day, ApplyOutcome.BLOCKED, counts, reasons=reasons)
     if mode == ApplyOutcome.UNCHANGED:
-        if not records.same_history(con, day):
+        if not steps.same_history(day):
             raise ReplayError(
                 ErrorCode.HISTORY_DIVERGED,
                 f"recomputing load date {day} from raw differs from stored history",
             )
         return _result(
-            con,
+            steps,
             day,
             mode=ApplyOutcome.UNCHANGED,
             counts=counts,
@@ -115,29 +108,33 @@ def _apply_folded(
             now=now,
         )
     if mode == ApplyOutcome.RESTATED:
-        records.undo_load_date(con, day, now)
-    dates = records.affected_groups(con)
-    history = records.write_history(con, day)
-    records.register_events(con, day)
-    groups = records.queue_groups(con, dates, day, now)
-    records.advance_watermarks(con, plan, day)
-    records.write_reconciliation(con, plan, counts, "APPLIED")
-    con.execute(
-        "INSERT OR REPLACE INTO load_dates (load_date, identity, applied_at, run_id) VALUES (?, ?, ?, ?)",
-        [day, plan.identity, now, run_id],
-    )
+        steps.undo_load_date(day, now)
+    dates = steps.affected_groups()
+    history = steps.write_history(day)
+    steps.register_events(day)
+    groups = steps.queue_groups(dates, day, now)
+    steps.advance_watermarks(plan, day)
+    steps.write_reconciliation(plan, counts, "APPLIED")
+    steps.record_applied(day, plan.identity, now, run_id)
     result = _result(
-        con, day, mode=mode, counts=counts, dates=tuple(dates), first_date=first_date, run_id=run_id, now=now
+        steps,
+        day,
+        mode=mode,
+        counts=counts,
+        dates=tuple(dates),
+        first_date=first_date,
+        run_id=run_id,
+        now=now,
     )
-    latest.advance(con, day)  # after the gate read the state before ``day`` from it
+    steps.advance_latest(day)  # after the gate read the state before ``day`` from it
     written = replace(result, rows_written=history + groups + len(counts))
     if result.status is ApplyOutcome.FAILED_CANDIDATE:
-        return replace(written, candidate_rows=records.candidate_rows(con, day))
+        return replace(written, candidate_rows=steps.candidate_rows(day))
     return written
 
 
 def _result(
-    con: duckdb.DuckDBPyConnection,
+    steps: ApplySteps,
     day: str,
     mode: ApplyOutcome,
     counts: dict[str, Counts],
@@ -149,14 +146,12 @@ def _result(
     """Gate the state as of ``day``; certify it (publication, pointer, snapshot) when all pass.
     By change: the row checks cover the rows ``day`` wrote, the content hash and controls are
     the previous date's plus what ``day`` changed (``state_digest.py``)."""
-    before = state_digest.previous_date(con, day)
-    base_sums, base_controls = state_digest.base(con, before)
-    first, from_latest = before is None, latest.holds_before(con, day)
-    sums = base_sums.plus(state_digest.change(con, day, first=first, from_latest=from_latest))
-    controls, recomputed = state_digest.controls_by_change(
-        con, day, base_controls, first=first, from_latest=from_latest
-    )
-    verdicts = check_written(con, day)
+    before = steps.previous_date(day)
+    base_sums, base_controls = steps.digest_base(before)
+    first, from_latest = before is None, steps.latest_holds_before(day)
+    sums = base_sums.plus(steps.digest_change(day, first=first, from_latest=from_latest))
+    controls, recomputed = steps.controls_by_change(day, base_controls, first=first, from_latest=from_latest)
+    verdicts = steps.check_written(day)
     digest = sums.content_sha256
     snapshot = Snapshot(
         digest,
@@ -167,9 +162,7 @@ def _result(
         non_negative=verdicts.non_negative,
     )
     checks = tuple(
-        certify.state_checks(
-            con, day, snapshot=snapshot, counts=counts, first=first_date, recomputed=recomputed
-        )
+        steps.state_checks(day, snapshot=snapshot, counts=counts, first=first_date, recomputed=recomputed)
     )
     if not all_passed(checks):
         return ApplyResult(
@@ -184,9 +177,9 @@ def _result(
         )
     rows = snapshot.rows
     if mode != ApplyOutcome.UNCHANGED:
-        certify.certify_state(con, day, digest=digest, outcomes=checks, run_id=run_id, now=now)
-        certify.write_snapshot(con, day, controls=controls, rows=rows, digest=digest)
-        state_digest.store(con, day, sums)
+        steps.certify_state(day, digest=digest, outcomes=checks, run_id=run_id, now=now)
+        steps.write_snapshot(day, controls=controls, rows=rows, digest=digest)
+        steps.store_digest(day, sums)
     return ApplyResult(
         day,
         mode,

@@ -1,0 +1,44 @@
+"""The DuckDB adapter's steps of applying a load date (``storage/apply/steps.py``): the storage
+functions of ``storage/apply`` and ``storage/publish/certify.py`` bound to one connection."""
+
+from __future__ import annotations
+
+import duckdb
+
+from replay_assets.storage.apply import facts, latest, snapshot_scan, stage, state_digest, writes
+from replay_assets.storage.db.binding import bound
+from replay_assets.storage.publish import certify
+
+
+class DuckDBApplySteps:
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        self.con = con
+
+    applied_identity = bound(facts.applied_identity)
+    newest_applied = bound(facts.newest_applied)
+    record_applied = bound(facts.record_applied)
+    stage_fold = bound(stage.stage_fold)
+    drop_fold = bound(stage.drop_fold)
+    batch_counts = bound(writes.batch_counts)
+    violations = bound(writes.violations)
+    record_blocked = bound(writes.record_blocked)
+    same_history = bound(writes.same_history)
+    undo_load_date = bound(writes.undo_load_date)
+    affected_groups = bound(writes.affected_groups)
+    write_history = bound(writes.write_history)
+    register_events = bound(writes.register_events)
+    queue_groups = bound(writes.queue_groups)
+    advance_watermarks = bound(writes.advance_watermarks)
+    write_reconciliation = bound(writes.write_reconciliation)
+    candidate_rows = bound(writes.candidate_rows)
+    advance_latest = bound(latest.advance)
+    latest_holds_before = bound(latest.holds_before)
+    previous_date = bound(state_digest.previous_date)
+    digest_base = bound(state_digest.base)
+    digest_change = bound(state_digest.change)
+    controls_by_change = bound(state_digest.controls_by_change)
+    check_written = bound(snapshot_scan.check_written)
+    state_checks = bound(certify.state_checks)
+    certify_state = bound(certify.certify_state)
+    write_snapshot = bound(certify.write_snapshot)
+    store_digest = bound(state_digest.store)
