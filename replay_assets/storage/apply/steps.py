@@ -7,8 +7,11 @@ docstring of its DuckDB function."""
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
+
+from replay_assets.core.fold import Outcome
+from replay_assets.core.state import Counts
 
 if TYPE_CHECKING:
     import polars as pl
@@ -16,9 +19,28 @@ if TYPE_CHECKING:
     from replay_assets.core.aggregate import Controls
     from replay_assets.core.gate import CheckOutcome
     from replay_assets.core.plan import DatePlan
-    from replay_assets.core.state import Counts
     from replay_assets.storage.apply.snapshot_scan import RowChecks, Snapshot
     from replay_assets.storage.apply.state_digest import StateDigest
+
+
+def counts_of(
+    batches: Sequence[str],
+    landed: Mapping[str, int],
+    rejected: Mapping[str, int],
+    outcomes: Mapping[tuple[str, str], int],
+) -> dict[str, Counts]:
+    """Reconciliation per batch (SPEC 3.5), any engine: its landed events, rejections, and the
+    fold's outcomes by (batch, outcome)."""
+    return {
+        b: Counts(
+            int(landed.get(b, 0)),
+            outcomes.get((b, Outcome.ACCEPTED.value), 0),
+            rejected=int(rejected.get(b, 0)),
+            skipped_duplicate=outcomes.get((b, Outcome.DUPLICATE.value), 0),
+            skipped_stale=outcomes.get((b, Outcome.STALE.value), 0),
+        )
+        for b in batches
+    }
 
 
 class ApplySteps(Protocol):

@@ -15,6 +15,7 @@ from replay_assets.core.plan import DatePlan
 from replay_assets.core.state import Counts
 from replay_assets.core.status import PartitionStatus
 from replay_assets.storage.apply import latest
+from replay_assets.storage.apply.steps import counts_of
 from replay_assets.storage.db.migrations import CUSTOMER_COLUMNS, ORDER_COLUMNS
 from replay_assets.storage.db.warehouse import insert_frame, one, query_frame
 from replay_assets.storage.evidence.attempts import insert_attempt
@@ -42,17 +43,7 @@ def batch_counts(con: duckdb.DuckDBPyConnection, plan: DatePlan) -> dict[str, Co
         ).fetchall()
     )
     tally = con.execute("SELECT batch_id, outcome, count(*) FROM _folded GROUP BY ALL").fetchall()
-    outcome = {(b, o): int(n) for b, o, n in tally}
-    return {
-        b: Counts(
-            int(landed.get(b, 0)),
-            outcome.get((b, Outcome.ACCEPTED.value), 0),
-            rejected=int(rejected.get(b, 0)),
-            skipped_duplicate=outcome.get((b, Outcome.DUPLICATE.value), 0),
-            skipped_stale=outcome.get((b, Outcome.STALE.value), 0),
-        )
-        for b in _batches(plan)
-    }
+    return counts_of(_batches(plan), landed, rejected, {(b, o): int(n) for b, o, n in tally})
 
 
 def violations(con: duckdb.DuckDBPyConnection, plan: DatePlan) -> pl.DataFrame:
