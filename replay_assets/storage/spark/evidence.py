@@ -4,13 +4,47 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterable
 
 from pyspark.sql import functions as F
 
+from replay_assets.core.status import PartitionStatus
 from replay_assets.storage.spark.unit import UnitBase
 
 
 class EvidenceOps(UnitBase):
+    def set_status(
+        self,
+        asset: str,
+        *,
+        keys: Iterable[str],
+        status: PartitionStatus,
+        reason: str,
+        now: dt.datetime,
+        last_good: tuple[int, str] | None = None,
+    ) -> None:
+        """Upsert the status of partitions; the last good version is kept unless a new one is given."""
+        rows = [
+            {
+                "asset": asset,
+                "partition_key": key,
+                "status": status.value,
+                "reason": reason,
+                "last_good_version": last_good[0] if last_good else None,
+                "last_good_sha256": last_good[1] if last_good else None,
+                "updated_at": now,
+            }
+            for key in keys
+        ]
+        if rows:
+            self.merge(
+                "partition_status",
+                rows,
+                on=("asset", "partition_key"),
+                update=("status", "reason", "updated_at"),
+                keep=("last_good_version", "last_good_sha256"),
+            )
+
     def sensor_cursor(self, sensor: str) -> str | None:
         rows = self.rows(self.frame("sensor_cursors").where(F.col("name") == F.lit(sensor)).select("cursor"))
         return str(rows[0]["cursor"]) if rows else None

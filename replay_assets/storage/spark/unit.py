@@ -42,7 +42,7 @@ class UnitBase:
 
     def append(self, table: str, rows: Sequence[Mapping[str, Any]]) -> None:
         """Append ``rows`` (column to value; a missing column is null) as one commit."""
-        self._writing().append(table, self._frame(table, rows))
+        self.writing().append(table, self._frame(table, rows))
 
     def append_frames(self, table: str, frames: Sequence[pl.DataFrame]) -> None:
         """Append the rows of ``frames`` as one commit (none when they hold no row): columns by
@@ -54,25 +54,42 @@ class UnitBase:
         whole = pl.concat(frames, how="diagonal_relaxed")
         missing = [pl.lit(None).alias(name) for name in columns.names if name not in whole.columns]
         arrow = whole.with_columns(missing).select(columns.names).to_arrow().cast(columns)
-        self._writing().append(table, self.spark.createDataFrame(arrow, schema=from_arrow_schema(columns)))
+        self.writing().append(table, self.spark.createDataFrame(arrow, schema=from_arrow_schema(columns)))
 
     def merge(
-        self, table: str, rows: Sequence[Mapping[str, Any]], on: Sequence[str], update: Sequence[str]
+        self,
+        table: str,
+        rows: Sequence[Mapping[str, Any]],
+        on: Sequence[str],
+        update: Sequence[str],
+        keep: Sequence[str] = (),
     ) -> None:
         """Set ``update`` from ``rows`` on the rows matching ``on``, and insert the rows that match
-        none, as one commit (an upsert by key)."""
-        writer = self._writing()
-        source = self._frame(table, rows)
+        none, as one commit (an upsert by key); a column of ``keep`` keeps its value where the
+        row brings none."""
+        match = " AND ".join(f"t.{c} = s.{c}" for c in on)
+        assignments = ", ".join(
+            [*(f"{c} = s.{c}" for c in update), *(f"{c} = coalesce(s.{c}, t.{c})" for c in keep)]
+        )
+        self.merge_frame(
+            table,
+            self._frame(table, rows),
+            f"MERGE INTO {{target}} t USING {{source}} s ON {match} "
+            f"WHEN MATCHED THEN UPDATE SET {assignments} WHEN NOT MATCHED THEN INSERT *",
+        )
+
+    def merge_frame(self, table: str, source: DataFrame, statement: str) -> None:
+        """One ``MERGE`` of ``source`` into ``table`` (``{target}`` and ``{source}`` in
+        ``statement``), as one commit; into a table not created yet, an append of ``source``
+        (nothing can match)."""
+        writer = self.writing()
+        if writer.base.get(table) is None and not writer.commits.get(table):
+            writer.append(table, source)
+            return
         view = f"_src_{uuid.uuid4().hex}"
         source.createOrReplaceTempView(view)
-        match = " AND ".join(f"t.{c} = s.{c}" for c in on)
-        assignments = ", ".join(f"{c} = s.{c}" for c in update)
         try:
-            writer.statement(
-                table,
-                f"MERGE INTO {{target}} t USING {view} s ON {match} "
-                f"WHEN MATCHED THEN UPDATE SET {assignments} WHEN NOT MATCHED THEN INSERT *",
-            )
+            writer.statement(table, statement.replace("{source}", view))
         finally:
             self.spark.catalog.dropTempView(view)
 
@@ -81,7 +98,7 @@ class UnitBase:
         arrow = pa.Table.from_pylist([dict(r) for r in rows], schema=columns)
         return self.spark.createDataFrame(arrow, schema=from_arrow_schema(columns))
 
-    def _writing(self) -> Writer:
+    def writing(self) -> Writer:
         if self.writer is None:
             raise ReplayError(ErrorCode.USAGE, "a reader's unit of the warehouse cannot write")
         return self.writer

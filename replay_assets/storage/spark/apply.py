@@ -1,0 +1,306 @@
+"""Applying a load date on Delta: the Spark adapter's steps (``storage/apply/steps.py``) that stage
+the fold and write what it decided. Each step is the DuckDB step's statement (``storage/apply``)
+in Spark SQL over the unit's tables at its head, with the same rule (its DuckDB docstring says
+which). The fold's staging is materialised (collected through Arrow and handed back as a local
+frame): a Spark Connect plan is analysed again at every action, so a view over the tables would
+otherwise change under the steps that write them.
+
+Not built yet on this engine (``docs/deploy.md``): the gate's steps (the content hash and
+controls by change, the row checks, certification), the latest tables, a restatement's undo,
+the blocked and unchanged paths.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import polars as pl
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
+
+from replay_assets.core.errors import Violation
+from replay_assets.core.fold import Outcome
+from replay_assets.core.plan import DatePlan
+from replay_assets.core.state import Counts
+from replay_assets.core.status import PartitionStatus
+from replay_assets.storage.apply.steps import counts_of
+from replay_assets.storage.apply.writes import BUSINESS_FIELDS
+from replay_assets.storage.spark import schema
+from replay_assets.storage.spark.evidence import EvidenceOps
+from replay_assets.storage.spark.fold import fold
+from replay_assets.storage.spark.frames import to_polars
+
+VIOLATION = Outcome.VIOLATION.value
+_STAGED = ("_batches", "_events", "_committed", "_registry", "_folded", "_groups")
+
+
+class SparkApplySteps:
+    def __init__(self, unit: EvidenceOps) -> None:
+        self.unit = unit
+        self.spark = unit.spark
+
+    # ------------------------------------------------------------------ what is applied
+
+    def applied_identity(self, day: str) -> str | None:
+        found = self.unit.rows(self._table("load_dates").where(F.col("load_date") == F.lit(day)))
+        return str(found[0]["identity"]) if found else None
+
+    def newest_applied(self) -> str | None:
+        found = self._table("load_dates").agg(F.max("load_date").alias("d")).collect()
+        return str(found[0]["d"]) if found and found[0]["d"] is not None else None
+
+    def record_applied(self, day: str, identity: str, now: dt.datetime, run_id: str | None) -> None:
+        row = {"load_date": day, "identity": identity, "applied_at": now, "run_id": run_id}
+        self.unit.merge("load_dates", [row], on=("load_date",), update=("identity", "applied_at", "run_id"))
+
+    # ------------------------------------------------------------------ the staged fold
+
+    def stage_fold(self, batches: list[str], load_date: str) -> None:
+        """``_events`` (numbered in application order: batch order, file, line), ``_committed``,
+        ``_registry``, then ``_folded``: the DuckDB adapter's ``stage.py`` on this engine."""
+        self._local("_batches", pl.DataFrame({"batch_id": batches, "n": list(range(len(batches)))}))
+        events = self._sql(
+            """SELECT s.*, row_number() OVER (ORDER BY b.n, s.source_file, s.line_number) AS pos
+            FROM {staged_events} s JOIN _batches b ON b.batch_id = s.batch_id WHERE s.load_date = :day""",
+            day=load_date,
+        )
+        self._keep("_events", events)
+        self._keep(
+            "_committed", self._sql(_committed_sql(self.latest_holds_before(load_date)), day=load_date)
+        )
+        registry = """SELECT r.source, r.event_id, r.source_seq, r.content_sha256 FROM {event_registry} r
+            LEFT SEMI JOIN _events i ON i.source = r.source AND i.{key} = r.{key} WHERE r.load_date < :day"""
+        self._keep(
+            "_registry",
+            self._sql(registry.replace("{key}", "event_id"), day=load_date).union(
+                self._sql(registry.replace("{key}", "source_seq"), day=load_date)
+            ),
+        )
+        self._keep("_fold", fold(self.spark))
+        self._keep(
+            "_folded",
+            self.spark.sql(
+                "SELECT e.*, f.outcome, f.rule, f.winner FROM _events e JOIN _fold f ON f.pos = e.pos"
+            ),
+        )
+
+    def drop_fold(self) -> None:
+        staged = {*_STAGED, "_fold"}
+        for view in self.spark.catalog.listTables():
+            if view.name in staged and view.isTemporary:
+                self.spark.catalog.dropTempView(view.name)
+
+    def latest_holds_before(self, day: str) -> bool:
+        """Whether the latest tables are the state just before ``day`` (``latest.holds_before``)."""
+        history = max((self._newest(t) for t in ("order_history", "customer_history")), default="")
+        latest = max((self._newest(t) for t in ("order_latest", "customer_latest")), default="")
+        return history <= day and latest < day
+
+    # ------------------------------------------------------------------ the writes
+
+    def batch_counts(self, plan: DatePlan) -> dict[str, Counts]:
+        batches = [b.batch_id for b in plan.batches]
+        manifests = self._table("manifests").where(F.col("batch_id").isin(batches))
+        landed = {r["batch_id"]: r["source_events"] for r in self.unit.rows(manifests)}
+        rejected_rows = (
+            self._table("rejected_events").where(F.col("batch_id").isin(batches)).groupBy("batch_id")
+        )
+        rejected = {r["batch_id"]: r["count"] for r in self.unit.rows(rejected_rows.count())}
+        tally = self.unit.rows(self.spark.table("_folded").groupBy("batch_id", "outcome").count())
+        outcomes = {(r["batch_id"], r["outcome"]): int(r["count"]) for r in tally}
+        return counts_of(batches, landed, rejected, outcomes)
+
+    def violations(self, plan: DatePlan) -> pl.DataFrame:
+        """Schema-gate violations found at landing plus the fold's contract violations."""
+        columns = ["batch_id", "source_file", "line_number", "event_id", "rule", "detail"]
+        gate = self._table("batch_violations").where(
+            F.col("batch_id").isin([b.batch_id for b in plan.batches])
+            & (F.col("rule") == F.lit(Violation.UNSUPPORTED_SCHEMA_VERSION.value))
+        )
+        parts = ["rule", " at event ", "event_id", " (", "source_file", " line ", "line_number", ")"]
+        detail = F.concat(*[F.col(p).cast("string") if p in columns else F.lit(p) for p in parts])
+        folded = self.spark.table("_folded").where(F.col("outcome") == F.lit(VIOLATION))
+        # Sail 0.7 sorts only by a column the projection keeps
+        ordered = folded.withColumn("detail", detail).select([*columns, "pos"]).orderBy("pos")
+        fold_rows = to_polars(ordered).drop("pos")
+        gate_rows = to_polars(gate.select(columns))
+        return pl.concat([gate_rows.cast(fold_rows.schema), fold_rows]) if gate_rows.height else fold_rows
+
+    def affected_groups(self) -> list[str]:
+        """The (business_date, store_id) groups the winners leave and join, into ``_groups``."""
+        groups = self.spark.sql(
+            """SELECT DISTINCT business_date, store_id FROM (
+                SELECT business_date, store_id FROM _folded
+                WHERE winner AND entity = 'order_line' AND op = 'upsert'
+                UNION ALL
+                SELECT c.business_date, c.store_id FROM _committed c
+                LEFT SEMI JOIN (SELECT entity, key FROM _folded WHERE winner) w
+                  ON w.entity = c.entity AND w.key = c.key
+                WHERE c.entity = 'order_line') g
+            WHERE business_date IS NOT NULL AND store_id IS NOT NULL"""
+        )
+        self._keep("_groups", groups)
+        dates = self.spark.table("_groups").select("business_date").distinct().orderBy("business_date")
+        return [str(r["business_date"]) for r in self.unit.rows(dates)]
+
+    def write_history(self, day: str) -> int:
+        """The winners as history rows of the load date (a delete leaves a tombstone: no image,
+        status ``deleted``); returns the rows written."""
+        deleted = F.col("op") == F.lit("delete")
+        winners = self.spark.table("_folded").where(F.col("winner"))
+        row = [F.col(c) for c in ("version", "source_seq", "image_sha256")] + [F.lit(day).alias("load_date")]
+        shapes = {
+            "order_history": ("order_line", ["order_id", "line_no"], BUSINESS_FIELDS, F.col("status")),
+            "customer_history": ("customer", ["customer_id"], ("name", "segment"), F.lit("active")),
+        }
+        written = 0
+        for table, (entity, key, image, status) in shapes.items():
+            columns = [F.col(c) for c in key]
+            columns += [F.when(deleted, F.lit(None)).otherwise(F.col(c)).alias(c) for c in image]
+            columns += [F.when(deleted, F.lit("deleted")).otherwise(status).alias("status"), *row]
+            local = to_polars(winners.where(F.col("entity") == F.lit(entity)).select(columns))
+            self.unit.append_frames(table, [local])
+            written += local.height
+        return written
+
+    def register_events(self, day: str) -> None:
+        """Every event id the load date carried, first by position, unless registered before."""
+        first = self.spark.sql(
+            """SELECT source, event_id, source_seq, content_sha256 FROM (
+                SELECT *, row_number() OVER (PARTITION BY source, event_id ORDER BY pos) AS n
+                FROM _folded WHERE outcome <> :violation) f
+            LEFT ANTI JOIN _registry r USING (source, event_id) WHERE n = 1""",
+            args={"violation": VIOLATION},
+        )
+        self.unit.append_frames("event_registry", [to_polars(first.withColumn("load_date", F.lit(day)))])
+
+    def queue_groups(self, dates: list[str], day: str, now: dt.datetime) -> int:
+        """Durably queue the affected groups; a group queued again is released no more and its
+        ``queued_at`` strictly increases (a new publication to make)."""
+        groups = to_polars(self.spark.table("_groups"))
+        if groups.height:
+            rows = groups.with_columns(pl.lit(day).alias("load_date"), pl.lit(now).alias("queued_at"))
+            self._merge_sql(
+                "restatement_queue",
+                rows,
+                """MERGE INTO {target} t USING {source} s
+                ON t.business_date = s.business_date AND t.store_id = s.store_id AND t.load_date = s.load_date
+                WHEN MATCHED THEN UPDATE SET released_at = NULL,
+                    queued_at = greatest(s.queued_at, timestamp_micros(unix_micros(t.queued_at) + 1))
+                WHEN NOT MATCHED THEN INSERT *""",
+            )
+        if dates:
+            self.unit.set_status(
+                "daily_aggregates",
+                keys=dates,
+                status=PartitionStatus.PENDING_RESTATEMENT,
+                reason=f"load date {day} changed this business date",
+                now=now,
+            )
+        return groups.height
+
+    def advance_watermarks(self, plan: DatePlan, day: str) -> None:
+        """Monotone per source: the declared slice high, or the highest committed source_seq."""
+        seen = self.spark.table("_folded").where(F.col("outcome") != F.lit(VIOLATION))
+        highest = {
+            r["source"]: r["m"]
+            for r in self.unit.rows(seen.groupBy("source").agg(F.max("source_seq").alias("m")))
+        }
+        manifests = self._table("manifests").where(F.col("batch_id").isin([b.batch_id for b in plan.batches]))
+        declared = {
+            r["source"]: r["m"]
+            for r in self.unit.rows(manifests.groupBy("source").agg(F.max("seq_high").alias("m")))
+        }
+        for source in sorted({d.source for d in plan.batches}):
+            candidates = [v for v in (declared.get(source), highest.get(source)) if v is not None]
+            if candidates:
+                row = pl.DataFrame({"source": [source], "watermark": [max(candidates)], "load_date": [day]})
+                self._merge_sql(
+                    "watermarks",
+                    row,
+                    """MERGE INTO {target} t USING {source} s ON t.source = s.source
+                    WHEN MATCHED THEN UPDATE SET watermark = greatest(t.watermark, s.watermark),
+                        load_date = s.load_date
+                    WHEN NOT MATCHED THEN INSERT *""",
+                )
+
+    def write_reconciliation(self, plan: DatePlan, counts: dict[str, Counts], status: str) -> None:
+        rows = [
+            {
+                "batch_id": d.batch_id,
+                "source": d.source,
+                "load_date": plan.load_date,
+                **counts[d.batch_id].__dict__,
+                "status": status,
+            }
+            for d in plan.batches
+        ]
+        update = [c for c in schema.schemas()["reconciliation"].names if c != "batch_id"]
+        self.unit.merge("reconciliation", rows, on=("batch_id",), update=update)
+
+    # ------------------------------------------------------------------ helpers
+
+    def _table(self, table: str) -> DataFrame:
+        return self.unit.frame(table)
+
+    def _newest(self, table: str) -> str:
+        found = self._table(table).agg(F.max("load_date").alias("d")).collect()
+        return str(found[0]["d"]) if found and found[0]["d"] is not None else ""
+
+    def _sql(self, text: str, **args: Any) -> DataFrame:
+        """``text`` with ``{table}`` naming the warehouse's tables as this unit sees them."""
+        names = {t: self._view(t) for t in schema.schemas() if "{" + t + "}" in text}
+        return self.spark.sql(text.format(**names), args=args)
+
+    def _view(self, table: str) -> str:
+        view = f"_t_{table}"
+        self._table(table).createOrReplaceTempView(view)
+        return view
+
+    def _keep(self, view: str, frame: DataFrame) -> None:
+        """``frame`` computed now and kept as ``view``, unchanged by later writes."""
+        self._local(view, to_polars(frame))
+
+    def _local(self, view: str, frame: pl.DataFrame) -> None:
+        table = frame.to_arrow()
+        self.spark.createDataFrame(table, schema=from_arrow_schema(table.schema)).createOrReplaceTempView(
+            view
+        )
+
+    def _merge_sql(self, table: str, rows: pl.DataFrame, statement: str) -> None:
+        """One ``MERGE`` of ``rows`` into ``table`` (``{target}``, ``{source}`` in ``statement``)."""
+        columns = schema.schemas()[table]
+        missing = [pl.lit(None).alias(n) for n in columns.names if n not in rows.columns]
+        arrow = rows.with_columns(missing).select(columns.names).to_arrow().cast(columns)
+        source = self.spark.createDataFrame(arrow, schema=from_arrow_schema(columns))
+        self.unit.merge_frame(table, source, statement)
+
+
+def _committed_sql(from_latest: bool) -> str:
+    """Each touched key's state before the load date (``stage._committed_sql`` on this engine):
+    from the latest tables when they hold it, else each key's newest history row before it."""
+    orders, customers = (
+        ("{order_latest}", "{customer_latest}") if from_latest else ("{order_history}", "{customer_history}")
+    )
+    order_key = "concat('[\"', h.order_id, '\",', CAST(h.line_no AS STRING), ']')"
+    customer_key = "concat('[\"', h.customer_id, '\"]')"
+
+    def newest(source: str, keys: str, on: str) -> str:
+        semi = f"{source} h LEFT SEMI JOIN _events k ON {on}"
+        if from_latest:
+            return semi
+        return f"""(SELECT * FROM (
+            SELECT h.*, row_number() OVER (PARTITION BY {keys} ORDER BY h.load_date DESC) AS n
+            FROM {semi} WHERE h.load_date < :day) WHERE n = 1) h"""
+
+    order_on = "k.entity = 'order_line' AND h.order_id = k.order_id AND h.line_no = k.line_no"
+    customer_on = "k.entity = 'customer' AND h.customer_id = k.customer_id"
+    return f"""SELECT 'order_line' AS entity, {order_key} AS key, h.version, h.image_sha256,
+            h.business_date, h.store_id
+        FROM {newest(orders, "h.order_id, h.line_no", order_on)}
+        UNION ALL
+        SELECT 'customer', {customer_key}, h.version, h.image_sha256,
+            CAST(NULL AS STRING), CAST(NULL AS STRING)
+        FROM {newest(customers, "h.customer_id", customer_on)}"""
