@@ -10,7 +10,7 @@ boundary rows.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import duckdb
@@ -125,11 +125,16 @@ def check_written(con: duckdb.DuckDBPyConnection, day: str) -> RowChecks:
     """The row-level gate over the rows ``day`` wrote, streamed in parts: every other row of the
     state as of ``day`` is a row an earlier certified date wrote and this gate passed (cost by
     change; the audit's ``scan_snapshot`` checks the whole state)."""
+    return check_rows(_parts(con, WRITTEN_ORDERS_SQL, day), _parts(con, WRITTEN_CUSTOMERS_SQL, day))
+
+
+def check_rows(orders_parts: Iterable[pl.DataFrame], customer_parts: Iterable[pl.DataFrame]) -> RowChecks:
+    """The row-level gate over state rows given in parts, each in key order (any engine)."""
     orders = _Table("current_orders", ORDER_STATE, ORDER_KEY, None)
     customers = _Table("current_customers", CUSTOMER_STATE, CUSTOMER_KEY, None)
-    for part in _parts(con, WRITTEN_ORDERS_SQL, day):
+    for part in orders_parts:
         orders.feed(part)
-    for part in _parts(con, WRITTEN_CUSTOMERS_SQL, day):
+    for part in customer_parts:
         customers.feed(part)
     return _verdicts([orders, customers])
 

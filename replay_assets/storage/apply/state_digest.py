@@ -21,6 +21,7 @@ orders as of before and as of after, changed or not).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 import duckdb
 
@@ -217,12 +218,26 @@ def controls_by_change(
     else:
         after = _controls_of(con, _lines_of_touched("h.load_date <= $day"), day)
         before = _controls_of(con, _lines_of_touched("h.load_date < $day"), day)
-    by_order = _shifted(base, after, before)
     replaced = (
         nothing
         if first
         else _controls_of(con, _replaced("order_history", ("order_id", "line_no"), from_latest), day)
     )
+    return combine_by_change(base, written=written, replaced=replaced, after=after, before=before)
+
+
+def combine_by_change(
+    base: Controls,
+    *,
+    written: tuple[int, ...],
+    replaced: tuple[int, ...],
+    after: tuple[int, ...],
+    before: tuple[int, ...],
+) -> tuple[Controls, Controls]:
+    """The controls by change, line by line and order by order, from ``base`` and the sums (active
+    lines, distinct orders, units, amount, cost, profit) of the rows written, the rows they
+    replaced, and every line of the touched orders after and before (any engine)."""
+    by_order = _shifted(base, after, before)
     # distinct orders is not a sum over lines: it moves by the touched orders' before and after
     plus = (*written[:1], after[1], *written[2:])
     minus = (*replaced[:1], before[1], *replaced[2:])
@@ -237,7 +252,17 @@ _RECORDED_TARGET = """SELECT target_sha256 FROM operations
     ORDER BY updated_at DESC LIMIT 1"""
 
 
-def base(con: duckdb.DuckDBPyConnection, before: str | None) -> tuple[StateDigest, Controls]:
+class DigestReads(Protocol):
+    """What ``base_of`` reads of a certified load date, on any engine."""
+
+    def stored_sums(self, day: str) -> StateDigest | None: ...
+    def stored_controls(self, day: str) -> Controls | None: ...
+    def intact(self, day: str, sums: StateDigest) -> bool: ...
+    def full_sums(self, day: str) -> StateDigest: ...
+    def recomputed_controls(self, day: str) -> Controls: ...
+
+
+def base_of(before: str | None, reads: DigestReads) -> tuple[StateDigest, Controls]:
     """The sums and controls of the state as of ``before`` (the applied date before the one being
     certified) that a date by change builds on: the stored ones while they are intact (their
     sums hash to the snapshot's content hash, and the snapshot row and publication are what the
@@ -245,10 +270,35 @@ def base(con: duckdb.DuckDBPyConnection, before: str | None) -> tuple[StateDiges
     tampered or drifted record is never carried forward (the audit flags it SUSPECT)."""
     if before is None:
         return EMPTY, ZERO
-    sums, controls = stored(con, before), stored_controls(con, before)
-    if sums is not None and controls is not None and intact(con, before, sums):
+    sums, controls = reads.stored_sums(before), reads.stored_controls(before)
+    if sums is not None and controls is not None and reads.intact(before, sums):
         return sums, controls
-    return full(con, before), recomputed_controls(con, before)
+    return reads.full_sums(before), reads.recomputed_controls(before)
+
+
+class _Reads:
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        self.con = con
+
+    def stored_sums(self, day: str) -> StateDigest | None:
+        return stored(self.con, day)
+
+    def stored_controls(self, day: str) -> Controls | None:
+        return stored_controls(self.con, day)
+
+    def intact(self, day: str, sums: StateDigest) -> bool:
+        return intact(self.con, day, sums)
+
+    def full_sums(self, day: str) -> StateDigest:
+        return full(self.con, day)
+
+    def recomputed_controls(self, day: str) -> Controls:
+        return recomputed_controls(self.con, day)
+
+
+def base(con: duckdb.DuckDBPyConnection, before: str | None) -> tuple[StateDigest, Controls]:
+    """``base_of`` over the warehouse."""
+    return base_of(before, _Reads(con))
 
 
 def intact(con: duckdb.DuckDBPyConnection, day: str, sums: StateDigest) -> bool:

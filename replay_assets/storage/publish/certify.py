@@ -4,7 +4,6 @@ a certified publication (versioned, monotone) or a failed candidate kept out of 
 from __future__ import annotations
 
 import datetime as dt
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -12,7 +11,6 @@ import duckdb
 import polars as pl
 
 from replay_assets.core.aggregate import Controls
-from replay_assets.core.events import canonical_json, sha256_text
 from replay_assets.core.gate import (
     CheckOutcome,
     check_completeness,
@@ -30,8 +28,9 @@ from replay_assets.storage.apply.snapshot_scan import Snapshot
 from replay_assets.storage.db.warehouse import one, query_frame
 from replay_assets.storage.evidence.status import set_status
 from replay_assets.storage.landing.deliveries import atomic_write
+from replay_assets.storage.publish import verdicts
+from replay_assets.storage.publish.verdicts import RECON_COLUMNS, checks_json
 
-RECON_COLUMNS = ("batch_id", "source_events", "accepted", "rejected", "skipped_duplicate", "skipped_stale")
 SQL_CONTROLS = """
     SELECT count(*) FILTER (WHERE status = 'active'),
            count(DISTINCT order_id) FILTER (WHERE status = 'active'),
@@ -77,13 +76,6 @@ def recomputed_controls(con: duckdb.DuckDBPyConnection, day: str) -> Controls:
     return Controls(*(int(v) for v in row))
 
 
-def counts_frame(counts: dict[str, Counts]) -> pl.DataFrame:
-    return pl.DataFrame(
-        [{"batch_id": b, **c.__dict__} for b, c in counts.items()],
-        schema={c: (pl.String if c == "batch_id" else pl.Int64) for c in RECON_COLUMNS},
-    )
-
-
 def state_checks(
     con: duckdb.DuckDBPyConnection,
     day: str,
@@ -92,17 +84,12 @@ def state_checks(
     first: str,
     recomputed: Controls,
 ) -> list[CheckOutcome]:
-    """The gate of a load date's state snapshot (orders and customers as of ``day``): its row
-    verdicts, its controls against ``recomputed`` (the same controls by another path), plus the
-    checks that need the warehouse."""
-    return [
-        snapshot.schema,
-        snapshot.unique_keys,
-        check_reconciliation(counts_frame(counts)),
-        check_totals(snapshot.controls, recomputed),
-        check_completeness(day, first, certified_load_dates(con)),
-        snapshot.non_negative,
-    ]
+    """The gate of a load date's state snapshot (``verdicts.state_checks``), with the load
+    dates certified so far read here."""
+    certified = certified_load_dates(con)
+    return verdicts.state_checks(
+        day, snapshot, counts, first=first, recomputed=recomputed, certified=certified
+    )
 
 
 def applied_reconciliation(con: duckdb.DuckDBPyConnection, as_of: str) -> pl.DataFrame:
@@ -147,12 +134,6 @@ def _sums(rows: pl.DataFrame) -> Controls:
     return Controls(*(int(rows[c].sum() or 0) for c in cols))
 
 
-def checks_json(outcomes: Sequence[CheckOutcome]) -> str:
-    return json.dumps(
-        {str(o.check): {"passed": o.passed, "summary": o.summary} for o in outcomes}, sort_keys=True
-    )
-
-
 def last_publication(con: duckdb.DuckDBPyConnection, asset: str, key: str) -> tuple[int, str, str] | None:
     row = one(
         con,
@@ -178,35 +159,27 @@ def record_publication(
     publication (monotone). Returns the new version, or None when nothing new was published.
     A repair always publishes a new version, with its reason, as the audit trail of the fix."""
     last = last_publication(con, asset, key)
-    if repair_reason is None and last is not None and (last[1] == digest or last[2] > as_of):
-        set_status(
-            con,
-            asset,
-            keys=[key],
-            status=PartitionStatus.RESTATED if last[0] > 1 else PartitionStatus.CERTIFIED,
-            reason="unchanged: re-audited" if last[1] == digest else "a newer publication stays",
-            now=now,
-        )
+    decided = verdicts.publishing(last, as_of, digest, repair_reason)
+    if decided.version is None:
+        set_status(con, asset, keys=[key], status=decided.status, reason=decided.reason, now=now)
         return None
-    version = 1 if last is None else last[0] + 1
-    reason = repair_reason or ("first publication" if last is None else f"restated as of load date {as_of}")
     con.execute(
         "INSERT INTO publications ("
         "asset, partition_key, version, as_of_load_date, content_sha256, checks, certified_at, "
         "run_id, reason"
         ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [asset, key, version, as_of, digest, checks_json(outcomes), now, run_id, reason],
+        [asset, key, decided.version, as_of, digest, checks_json(outcomes), now, run_id, decided.reason],
     )
     set_status(
         con,
         asset,
         keys=[key],
-        status=PartitionStatus.CERTIFIED if version == 1 else PartitionStatus.RESTATED,
-        reason=reason,
+        status=decided.status,
+        reason=decided.reason,
         now=now,
-        last_good=(version, digest),
+        last_good=(decided.version, digest),
     )
-    return version
+    return decided.version
 
 
 def certify_state(
@@ -292,8 +265,8 @@ def write_snapshot(
 
 
 def target_digest(con: duckdb.DuckDBPyConnection, day: str, state_digest: str) -> str:
-    """What applying a load date left in the target: the state, its snapshot record and its latest
-    publication. A retry compares it with the journal's record (drift means repair)."""
+    """What applying a load date left in the target (``verdicts.target_digest``). A retry
+    compares it with the journal's record (drift means repair)."""
     snap = one(con, "SELECT * EXCLUDE (load_date) FROM snapshots WHERE load_date = ?", [day])
     pub = last_publication(con, "current_orders", day)
-    return sha256_text(canonical_json([state_digest, list(snap) if snap else None, pub[1] if pub else None]))
+    return verdicts.target_digest(state_digest, snap, pub[1] if pub else None)
