@@ -144,3 +144,22 @@ def test_an_empty_overwrite_of_an_empty_table_commits_nothing(spark: SparkSessio
         str(table)
     )
     assert _versions(table) == 2 and _rows(spark, table) == []
+
+
+def test_a_merge_or_append_that_changes_nothing_commits_nothing(spark: SparkSession, tmp_path: Path) -> None:
+    """A writer counts its commits to fence: a ``MERGE`` matching no row and an empty append are
+    no commit on Sail, so the Spark unit runs neither (``unit.py``, ``merge_frame``)."""
+    table = tmp_path / "t"
+    spark.createDataFrame([(1, "a", 1)], ROW).write.format("delta").save(str(table))
+    spark.createDataFrame([(9, "z", 1)], ROW).createOrReplaceTempView("nothing_matches")
+    spark.sql(
+        f"MERGE INTO delta.`{table}` t USING nothing_matches s ON t.k = s.k WHEN MATCHED THEN DELETE"
+    ).collect()
+    spark.createDataFrame([], ROW).write.format("delta").mode("append").save(str(table))
+    assert _versions(table) == 1
+    spark.createDataFrame([(1, "a", 1)], ROW).createOrReplaceTempView("the_same_row")
+    spark.sql(
+        f"MERGE INTO delta.`{table}` t USING the_same_row s ON t.k = s.k "
+        "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"
+    ).collect()
+    assert _versions(table) == 2  # an upsert that rewrites a row unchanged is a commit

@@ -5,42 +5,37 @@ which). The fold's staging is materialised (collected through Arrow and handed b
 frame): a Spark Connect plan is analysed again at every action, so a view over the tables would
 otherwise change under the steps that write them.
 
-Not built yet on this engine (``docs/deploy.md``): the gate's steps (the content hash and
-controls by change, the row checks, certification), the latest tables, a restatement's undo,
-the blocked and unchanged paths.
+The latest tables' steps are in ``latest.py``, the gate's in ``gate.py``; ``SparkApplySteps``
+is all of them.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
 
 import polars as pl
-from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import from_arrow_schema
 
 from replay_assets.core.errors import Violation
 from replay_assets.core.fold import Outcome
 from replay_assets.core.plan import DatePlan
 from replay_assets.core.state import Counts
 from replay_assets.core.status import PartitionStatus
+from replay_assets.storage.apply.load_date import ApplyResult, apply_load_date
 from replay_assets.storage.apply.steps import counts_of
 from replay_assets.storage.apply.writes import BUSINESS_FIELDS
 from replay_assets.storage.spark import schema
 from replay_assets.storage.spark.evidence import EvidenceOps
 from replay_assets.storage.spark.fold import fold
 from replay_assets.storage.spark.frames import to_polars
+from replay_assets.storage.spark.gate import GateSteps
+from replay_assets.storage.spark.latest import LatestSteps
 
 VIOLATION = Outcome.VIOLATION.value
 _STAGED = ("_batches", "_events", "_committed", "_registry", "_folded", "_groups")
 
 
-class SparkApplySteps:
-    def __init__(self, unit: EvidenceOps) -> None:
-        self.unit = unit
-        self.spark = unit.spark
-
+class WriteSteps(LatestSteps):
     # ------------------------------------------------------------------ what is applied
 
     def applied_identity(self, day: str) -> str | None:
@@ -74,9 +69,9 @@ class SparkApplySteps:
             LEFT SEMI JOIN _events i ON i.source = r.source AND i.{key} = r.{key} WHERE r.load_date < :day"""
         self._keep(
             "_registry",
-            self._sql(registry.replace("{key}", "event_id"), day=load_date).union(
-                self._sql(registry.replace("{key}", "source_seq"), day=load_date)
-            ),
+            self._sql(registry.replace("{key}", "event_id"), day=load_date)
+            .union(self._sql(registry.replace("{key}", "source_seq"), day=load_date))
+            .distinct(),  # SQL's UNION, as DuckDB's stage has it: a row matched both ways once
         )
         self._keep("_fold", fold(self.spark))
         self._keep(
@@ -146,8 +141,29 @@ class SparkApplySteps:
         return [str(r["business_date"]) for r in self.unit.rows(dates)]
 
     def write_history(self, day: str) -> int:
-        """The winners as history rows of the load date (a delete leaves a tombstone: no image,
-        status ``deleted``); returns the rows written."""
+        """The winners as history rows of the load date; returns the rows written."""
+        written = 0
+        for table, rows in self._history(day).items():
+            self.unit.append_frames(table, [rows])
+            written += rows.height
+        return written
+
+    def same_history(self, day: str) -> bool:
+        """Whether the folded winners are exactly the history rows the load date wrote."""
+        for table, rows in self._history(day).items():
+            stored = to_polars(self._table(table).where(F.col("load_date") == F.lit(day)))
+            if sorted(stored.select(rows.columns).rows()) != sorted(rows.rows()):
+                return False
+        return True
+
+    def candidate_rows(self, day: str) -> pl.DataFrame:
+        """The history rows a candidate would write (kept as Parquet when it fails the gate)."""
+        found = self._history(day)
+        return pl.concat([found["order_history"], found["customer_history"]], how="diagonal")
+
+    def _history(self, day: str) -> dict[str, pl.DataFrame]:
+        """The winners as the history rows of ``day``, by table: a delete is a tombstone (no
+        image, status ``deleted``)."""
         deleted = F.col("op") == F.lit("delete")
         winners = self.spark.table("_folded").where(F.col("winner"))
         row = [F.col(c) for c in ("version", "source_seq", "image_sha256")] + [F.lit(day).alias("load_date")]
@@ -155,15 +171,76 @@ class SparkApplySteps:
             "order_history": ("order_line", ["order_id", "line_no"], BUSINESS_FIELDS, F.col("status")),
             "customer_history": ("customer", ["customer_id"], ("name", "segment"), F.lit("active")),
         }
-        written = 0
+        found = {}
         for table, (entity, key, image, status) in shapes.items():
             columns = [F.col(c) for c in key]
             columns += [F.when(deleted, F.lit(None)).otherwise(F.col(c)).alias(c) for c in image]
             columns += [F.when(deleted, F.lit("deleted")).otherwise(status).alias("status"), *row]
-            local = to_polars(winners.where(F.col("entity") == F.lit(entity)).select(columns))
-            self.unit.append_frames(table, [local])
-            written += local.height
-        return written
+            rows = to_polars(winners.where(F.col("entity") == F.lit(entity)).select(columns))
+            found[table] = rows.select(schema.schemas()[table].names)
+        return found
+
+    def record_blocked(
+        self, plan: DatePlan, found: pl.DataFrame, counts: dict[str, Counts], now: dt.datetime
+    ) -> None:
+        """Evidence of a blocked load date (``writes.record_blocked``); nothing of it is applied."""
+        gate = Violation.UNSUPPORTED_SCHEMA_VERSION.value
+        earlier = self._table("batch_violations").where(
+            F.col("batch_id").isin([b.batch_id for b in plan.batches]) & (F.col("rule") != F.lit(gate))
+        )  # a blocked date's fold violations found before: replaced by this fold's
+        self.unit.merge_frame(
+            "batch_violations",
+            self._frame_of(to_polars(earlier.select("batch_id", "rule").distinct())),
+            "MERGE INTO {target} t USING {source} s ON t.batch_id = s.batch_id AND t.rule = s.rule "
+            "WHEN MATCHED THEN DELETE",
+            matches=("batch_id", "rule"),
+        )
+        fold = found.filter(pl.col("rule") != gate)
+        stamped = fold.with_columns(
+            pl.lit(plan.load_date).alias("load_date"), pl.lit(now).alias("detected_at")
+        )
+        self.unit.append_frames("batch_violations", [stamped])
+        blamed = sorted(set(found["batch_id"].to_list()))
+        reason = f"batch {blamed[0]}: {found['detail'][0]}"
+        self.unit.insert_attempt(plan.load_date, plan.identity, status="BLOCKED", reason=reason, now=now)
+        sources = {d.batch_id: d.source for d in plan.batches}
+        zero = {"accepted": 0, "rejected": 0, "skipped_duplicate": 0, "skipped_stale": 0}
+        rows = [
+            {
+                "batch_id": b,
+                "source": sources[b],
+                "load_date": plan.load_date,
+                "source_events": counts[b].source_events,
+                **zero,
+                "status": "BLOCKED",
+            }
+            for b in blamed
+        ]
+        update = [c for c in schema.schemas()["reconciliation"].names if c != "batch_id"]
+        self.unit.merge("reconciliation", rows, on=("batch_id",), update=update)
+        self.unit.set_status(
+            "current_orders", keys=[plan.load_date], status=PartitionStatus.BLOCKED, reason=reason, now=now
+        )
+
+    def undo_load_date(self, day: str, now: dt.datetime) -> None:
+        """Before folding a load date again whole: its groups are re-queued, its writes removed
+        (``writes.undo_load_date``)."""
+        queued = pl.DataFrame({"load_date": [day], "queued_at": [now]})
+        self._merge_sql(
+            "restatement_queue",
+            queued,
+            """MERGE INTO {target} t USING {source} s ON t.load_date = s.load_date
+            WHEN MATCHED THEN UPDATE SET released_at = NULL,
+                queued_at = greatest(s.queued_at, timestamp_micros(unix_micros(t.queued_at) + 1))""",
+            matches=("load_date",),
+        )
+        gone = self._frame_of(pl.DataFrame({"load_date": [day]}))
+        for table in ("order_history", "customer_history", "event_registry"):
+            merge = (
+                "MERGE INTO {target} t USING {source} s ON t.load_date = s.load_date WHEN MATCHED THEN DELETE"
+            )
+            self.unit.merge_frame(table, gone, merge, matches=("load_date",))
+        self.retract_latest(day)
 
     def register_events(self, day: str) -> None:
         """Every event id the load date carried, first by position, unless registered before."""
@@ -240,43 +317,6 @@ class SparkApplySteps:
         update = [c for c in schema.schemas()["reconciliation"].names if c != "batch_id"]
         self.unit.merge("reconciliation", rows, on=("batch_id",), update=update)
 
-    # ------------------------------------------------------------------ helpers
-
-    def _table(self, table: str) -> DataFrame:
-        return self.unit.frame(table)
-
-    def _newest(self, table: str) -> str:
-        found = self._table(table).agg(F.max("load_date").alias("d")).collect()
-        return str(found[0]["d"]) if found and found[0]["d"] is not None else ""
-
-    def _sql(self, text: str, **args: Any) -> DataFrame:
-        """``text`` with ``{table}`` naming the warehouse's tables as this unit sees them."""
-        names = {t: self._view(t) for t in schema.schemas() if "{" + t + "}" in text}
-        return self.spark.sql(text.format(**names), args=args)
-
-    def _view(self, table: str) -> str:
-        view = f"_t_{table}"
-        self._table(table).createOrReplaceTempView(view)
-        return view
-
-    def _keep(self, view: str, frame: DataFrame) -> None:
-        """``frame`` computed now and kept as ``view``, unchanged by later writes."""
-        self._local(view, to_polars(frame))
-
-    def _local(self, view: str, frame: pl.DataFrame) -> None:
-        table = frame.to_arrow()
-        self.spark.createDataFrame(table, schema=from_arrow_schema(table.schema)).createOrReplaceTempView(
-            view
-        )
-
-    def _merge_sql(self, table: str, rows: pl.DataFrame, statement: str) -> None:
-        """One ``MERGE`` of ``rows`` into ``table`` (``{target}``, ``{source}`` in ``statement``)."""
-        columns = schema.schemas()[table]
-        missing = [pl.lit(None).alias(n) for n in columns.names if n not in rows.columns]
-        arrow = rows.with_columns(missing).select(columns.names).to_arrow().cast(columns)
-        source = self.spark.createDataFrame(arrow, schema=from_arrow_schema(columns))
-        self.unit.merge_frame(table, source, statement)
-
 
 def _committed_sql(from_latest: bool) -> str:
     """Each touched key's state before the load date (``stage._committed_sql`` on this engine):
@@ -304,3 +344,32 @@ def _committed_sql(from_latest: bool) -> str:
         SELECT 'customer', {customer_key}, h.version, h.image_sha256,
             CAST(NULL AS STRING), CAST(NULL AS STRING)
         FROM {newest(customers, "h.customer_id", customer_on)}"""
+
+
+class SparkApplySteps(WriteSteps, GateSteps):
+    """Every step of applying a load date on Delta (``storage/apply/steps.py``)."""
+
+
+class ApplyOps(EvidenceOps):
+    """The Spark unit's share of ``ApplyUnit`` and ``PublishUnit`` that applying a date needs."""
+
+    def apply_load_date(
+        self,
+        plan: DatePlan,
+        *,
+        first_date: str,
+        run_id: str | None,
+        now: dt.datetime,
+        sealed_ok: bool = False,
+        restate: bool = False,
+    ) -> ApplyResult:
+        steps = SparkApplySteps(self)
+        return apply_load_date(
+            steps, plan, first_date=first_date, run_id=run_id, now=now, sealed_ok=sealed_ok, restate=restate
+        )
+
+    def target_digest(self, day: str, state_digest: str) -> str:
+        return SparkApplySteps(self).target_digest(day, state_digest)
+
+    def undo_load_date(self, day: str, now: dt.datetime) -> None:
+        SparkApplySteps(self).undo_load_date(day, now)

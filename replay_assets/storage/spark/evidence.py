@@ -75,6 +75,23 @@ class EvidenceOps(UnitBase):
         }
         self.append("step_attempts", [row])
 
+    def insert_attempt(
+        self, load_date: str, identity: str, *, status: str, reason: str, now: dt.datetime
+    ) -> None:
+        """One attempt at a load date's input; ``seq`` orders attempts at one instant (DuckDB's
+        sequence: here the next number after the newest, inside the unit's transaction)."""
+        newest = self.frame("load_date_attempts").agg(F.max("seq").alias("s")).collect()
+        seq = int(newest[0]["s"] or 0) + 1 if newest else 1
+        row = {
+            "load_date": load_date,
+            "identity": identity,
+            "status": status,
+            "reason": reason,
+            "attempted_at": now,
+            "seq": seq,
+        }
+        self.append("load_date_attempts", [row])
+
     def step_attempts(self, run_id: str) -> list[tuple[str, str, int, str, str]]:
         """(step, partition, attempt, outcome, detail) of one run, in the order they happened."""
         started_first = F.when(F.col("outcome") == F.lit("STARTED"), 0).otherwise(1)

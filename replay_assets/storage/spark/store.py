@@ -22,6 +22,7 @@ from pyspark.sql import SparkSession
 
 from replay_assets.storage.db.clock import real_now
 from replay_assets.storage.spark import schema
+from replay_assets.storage.spark.apply import ApplyOps
 from replay_assets.storage.spark.evidence import EvidenceOps
 from replay_assets.storage.spark.journal import JournalOps
 from replay_assets.storage.spark.landing import LandingOps
@@ -29,7 +30,7 @@ from replay_assets.storage.spark.tables import DeltaTables
 from replay_assets.storage.spark.unit import UnitBase
 
 
-class SparkUnit(JournalOps, LandingOps, EvidenceOps, UnitBase):
+class SparkUnit(JournalOps, LandingOps, ApplyOps, EvidenceOps, UnitBase):
     """One fenced transaction or one pinned read of the Delta warehouse."""
 
 

@@ -41,8 +41,10 @@ class UnitBase:
         return found
 
     def append(self, table: str, rows: Sequence[Mapping[str, Any]]) -> None:
-        """Append ``rows`` (column to value; a missing column is null) as one commit."""
-        self.writing().append(table, self._frame(table, rows))
+        """Append ``rows`` (column to value; a missing column is null) as one commit (none for
+        no row: Sail commits nothing for an empty append)."""
+        if rows:
+            self.writing().append(table, self._frame(table, rows))
 
     def append_frames(self, table: str, frames: Sequence[pl.DataFrame]) -> None:
         """Append the rows of ``frames`` as one commit (none when they hold no row): columns by
@@ -78,12 +80,31 @@ class UnitBase:
             f"WHEN MATCHED THEN UPDATE SET {assignments} WHEN NOT MATCHED THEN INSERT *",
         )
 
-    def merge_frame(self, table: str, source: DataFrame, statement: str) -> None:
+    def merge_frame(
+        self, table: str, source: DataFrame, statement: str, *, matches: Sequence[str] | None = None
+    ) -> None:
         """One ``MERGE`` of ``source`` into ``table`` (``{target}`` and ``{source}`` in
-        ``statement``), as one commit; into a table not created yet, an append of ``source``
-        (nothing can match)."""
+        ``statement``). An upsert (it inserts what does not match) by default; with ``matches``, a
+        statement that only updates or deletes the rows equal to a source row on those columns.
+
+        Sail 0.7 commits nothing for a ``MERGE`` that changes nothing, and the writer's fence
+        counts its commits, so a ``MERGE`` runs only when it will change a row: an upsert of a
+        non-empty source (an unchanged row is rewritten, a commit), or a matching row for the
+        others. Into a table not created yet, an upsert is an append."""
         writer = self.writing()
-        if writer.base.get(table) is None and not writer.commits.get(table):
+        if not source.limit(1).collect():
+            return
+        exists = writer.base.get(table) is not None or bool(writer.commits.get(table))
+        if matches is not None:
+            if (
+                not exists
+                or not self.frame(table)
+                .join(source.select(list(matches)), list(matches), "left_semi")
+                .limit(1)
+                .collect()
+            ):
+                return
+        elif not exists:
             writer.append(table, source)
             return
         view = f"_src_{uuid.uuid4().hex}"
