@@ -88,3 +88,8 @@ def record_applied(
         "INSERT OR REPLACE INTO load_dates (load_date, identity, applied_at, run_id) VALUES (?, ?, ?, ?)",
         [day, identity, now, run_id],
     )
+
+
+def first_applied(con: duckdb.DuckDBPyConnection) -> str | None:
+    row = con.execute("SELECT min(load_date) FROM load_dates").fetchone()
+    return str(row[0]) if row and row[0] is not None else None

@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
 
 import duckdb
 
@@ -17,6 +18,7 @@ from replay_assets.storage.apply import facts, writes
 from replay_assets.storage.apply.load_date import ApplyResult, apply_load_date
 from replay_assets.storage.db.apply_steps import DuckDBApplySteps
 from replay_assets.storage.db.binding import bound
+from replay_assets.storage.db.publish_steps import DuckDBPublishSteps
 from replay_assets.storage.evidence import attempts, batches, costs, notes
 from replay_assets.storage.evidence import status as partition_status
 from replay_assets.storage.journal import entries, identities
@@ -106,7 +108,13 @@ class DuckDBUnit:
     record_failed_candidate = bound(certify.record_failed_candidate)
     published_partitions = bound(certify.published_partitions)
     newest_versions = bound(certify.newest_versions)
-    publish_aggregates = bound(aggregates.publish_aggregates)
+
+    def publish_aggregates(
+        self, home: Path, *, dates: list[str], run_id: str | None, now: dt.datetime
+    ) -> list[aggregates.Published]:
+        steps = DuckDBPublishSteps(self.con)
+        return aggregates.publish_aggregates(steps, home, dates=dates, run_id=run_id, now=now)
+
     pending_groups = bound(aggregates.pending_groups)
     refresh_published_copy = bound(published_copy.refresh)
     reverify_state = bound(reverify.reverify_state)

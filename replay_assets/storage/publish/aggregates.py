@@ -13,10 +13,10 @@ import polars as pl
 
 from replay_assets.core.aggregate import AGGREGATE_COLUMNS, aggregate_frame, content_sha256
 from replay_assets.core.gate import CheckOutcome, all_passed, outcome_from_record, outcome_record
-from replay_assets.storage.apply import latest
 from replay_assets.storage.db.migrations import ORDER_COLUMNS
-from replay_assets.storage.db.warehouse import insert_frame, one, query_frame
+from replay_assets.storage.db.warehouse import insert_frame, query_frame
 from replay_assets.storage.publish import certify
+from replay_assets.storage.publish.steps import PublishSteps
 
 AGG_KEY = ["store_id", "business_date"]
 PART_LINES = 1_000_000
@@ -98,22 +98,22 @@ def latest_lines(con: duckdb.DuckDBPyConnection, dates: list[str]) -> pl.DataFra
 
 
 def publish_aggregates(
-    con: duckdb.DuckDBPyConnection, home: Path, dates: list[str], run_id: str | None, now: dt.datetime
+    steps: PublishSteps, home: Path, dates: list[str], run_id: str | None, now: dt.datetime
 ) -> list[Published]:
     """Candidates as of the certified pointer. Idempotent: same content publishes nothing new.
-    Queued restatements of a date are released only when its candidate passes."""
-    as_of = certify.pointer(con)
+    Queued restatements of a date are released only when its candidate passes. Engine-neutral:
+    each engine supplies the steps (``PublishSteps``)."""
+    as_of = steps.certified_pointer()
     if as_of is None:
         return []
-    from_latest = latest.holds_as_of(con, as_of)
-    state, params = ("order_latest", {}) if from_latest else ("orders_as_of($as_of)", {"as_of": as_of})
-    recomputed = query_frame(con, SQL_AGGREGATES.format(state=state), {**params, "dates": dates})
-    reconciliation = certify.applied_reconciliation(con, as_of)
-    first = one(con, "SELECT min(load_date) FROM load_dates")
-    certified = certify.certified_load_dates(con)
+    from_latest = steps.latest_holds_as_of(as_of)
+    recomputed = steps.recomputed_aggregates(dates, as_of=as_of, from_latest=from_latest)
+    reconciliation = steps.applied_reconciliation(as_of)
+    first = steps.first_applied() or as_of
+    certified = steps.certified_load_dates()
     out = []
     for part in _parts(sorted(dates), recomputed):
-        lines = latest_lines(con, part) if from_latest else lines_for_dates(con, as_of, part)
+        lines = steps.latest_lines(part) if from_latest else steps.lines_for_dates(as_of, part)
         candidates = aggregate_frame(lines)
         for day in part:
             rows = candidates.filter(pl.col("business_date") == day)
@@ -123,13 +123,13 @@ def publish_aggregates(
                     recomputed.filter(pl.col("business_date") == day).cast(candidates.schema),
                     reconciliation=reconciliation,
                     as_of=as_of,
-                    first=str(first[0]) if first else as_of,
+                    first=first,
                     certified=certified,
                 )
             )
             digest = content_sha256(rows, AGG_KEY)
             version, kept = _publish_or_keep(
-                con,
+                steps,
                 home,
                 day=day,
                 rows=rows,
@@ -170,7 +170,7 @@ def _parts(dates: list[str], recomputed: pl.DataFrame) -> list[list[str]]:
 
 
 def _publish_or_keep(
-    con: duckdb.DuckDBPyConnection,
+    steps: PublishSteps,
     home: Path,
     day: str,
     rows: pl.DataFrame,
@@ -183,8 +183,7 @@ def _publish_or_keep(
     """The new version (None when nothing new was published) and the bytes a failed candidate
     keeps on disk for inspection (0 when it passed)."""
     if not all_passed(checks):
-        kept = certify.record_failed_candidate(
-            con,
+        kept = steps.record_failed_candidate(
             home,
             asset="daily_aggregates",
             key=day,
@@ -196,25 +195,42 @@ def _publish_or_keep(
             now=now,
         )
         return None, kept.stat().st_size
-    version = certify.record_publication(
-        con, "daily_aggregates", key=day, as_of=as_of, digest=digest, outcomes=checks, run_id=run_id, now=now
+    version = steps.record_publication(
+        "daily_aggregates", key=day, as_of=as_of, digest=digest, outcomes=checks, run_id=run_id, now=now
     )
     if version is not None and rows.height:
-        insert_frame(
-            con,
-            "aggregate_versions",
-            rows.select(AGGREGATE_COLUMNS).with_columns(
-                pl.lit(version).cast(pl.Int64).alias("publication_version"),
-                pl.lit(as_of).alias("as_of_load_date"),
-                pl.lit(now).alias("certified_at"),
-            ),
+        versions = rows.select(AGGREGATE_COLUMNS).with_columns(
+            pl.lit(version).cast(pl.Int64).alias("publication_version"),
+            pl.lit(as_of).alias("as_of_load_date"),
+            pl.lit(now).alias("certified_at"),
         )
+        steps.insert_aggregate_versions(versions)
+    steps.release_queue(day, as_of=as_of, now=now, run_id=run_id)
+    return version, 0
+
+
+def recomputed(
+    con: duckdb.DuckDBPyConnection, dates: list[str], *, as_of: str, from_latest: bool
+) -> pl.DataFrame:
+    """The aggregates of ``dates`` by SQL over the state as of ``as_of`` (another path than the
+    candidates' polars one)."""
+    state, params = ("order_latest", {}) if from_latest else ("orders_as_of($as_of)", {"as_of": as_of})
+    return query_frame(con, SQL_AGGREGATES.format(state=state), {**params, "dates": dates})
+
+
+def insert_versions(con: duckdb.DuckDBPyConnection, versions: pl.DataFrame) -> None:
+    insert_frame(con, "aggregate_versions", versions)
+
+
+def release_queue(
+    con: duckdb.DuckDBPyConnection, day: str, *, as_of: str, now: dt.datetime, run_id: str | None
+) -> None:
+    """The queued groups of ``day`` up to ``as_of`` are published: released by this run."""
     con.execute(
         """UPDATE restatement_queue SET released_at = ?, released_by = ?
                    WHERE business_date = ? AND load_date <= ? AND released_at IS NULL""",
         [now, run_id, day, as_of],
     )
-    return version, 0
 
 
 def pending_groups(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str, str, str]]:

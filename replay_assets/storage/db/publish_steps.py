@@ -1,0 +1,27 @@
+"""The DuckDB adapter's steps of publishing daily aggregates (``storage/publish/steps.py``)."""
+
+from __future__ import annotations
+
+import duckdb
+
+from replay_assets.storage.apply import facts, latest
+from replay_assets.storage.db.binding import bound
+from replay_assets.storage.publish import aggregates, certify
+
+
+class DuckDBPublishSteps:
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        self.con = con
+
+    certified_pointer = bound(certify.pointer)
+    latest_holds_as_of = bound(latest.holds_as_of)
+    recomputed_aggregates = bound(aggregates.recomputed)
+    applied_reconciliation = bound(certify.applied_reconciliation)
+    first_applied = bound(facts.first_applied)
+    certified_load_dates = bound(certify.certified_load_dates)
+    latest_lines = bound(aggregates.latest_lines)
+    lines_for_dates = bound(aggregates.lines_for_dates)
+    record_failed_candidate = bound(certify.record_failed_candidate)
+    record_publication = bound(certify.record_publication)
+    insert_aggregate_versions = bound(aggregates.insert_versions)
+    release_queue = bound(aggregates.release_queue)

@@ -1,0 +1,51 @@
+"""The steps of publishing daily aggregates (``aggregates.publish_aggregates``), as a port: the
+procedure (candidates as of the certified pointer, their gate, publish or keep, release the
+queue) is engine-neutral, each engine supplies these steps (DuckDB: ``storage/db/publish_steps.py``)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from replay_assets.core.gate import CheckOutcome
+
+
+class PublishSteps(Protocol):
+    def certified_pointer(self) -> str | None: ...
+    def latest_holds_as_of(self, day: str) -> bool: ...
+    def recomputed_aggregates(self, dates: list[str], *, as_of: str, from_latest: bool) -> pl.DataFrame: ...
+    def applied_reconciliation(self, as_of: str) -> pl.DataFrame: ...
+    def first_applied(self) -> str | None: ...
+    def certified_load_dates(self) -> set[str]: ...
+    def latest_lines(self, dates: list[str]) -> pl.DataFrame: ...
+    def lines_for_dates(self, as_of: str, dates: list[str]) -> pl.DataFrame: ...
+    def record_failed_candidate(
+        self,
+        home: Path,
+        *,
+        asset: str,
+        key: str,
+        as_of: str,
+        digest: str,
+        outcomes: Sequence[CheckOutcome],
+        rows: pl.DataFrame,
+        run_id: str | None,
+        now: dt.datetime,
+    ) -> Path: ...
+    def record_publication(
+        self,
+        asset: str,
+        key: str,
+        as_of: str,
+        digest: str,
+        outcomes: Sequence[CheckOutcome],
+        run_id: str | None,
+        now: dt.datetime,
+    ) -> int | None: ...
+    def insert_aggregate_versions(self, versions: pl.DataFrame) -> None: ...
+    def release_queue(self, day: str, *, as_of: str, now: dt.datetime, run_id: str | None) -> None: ...
