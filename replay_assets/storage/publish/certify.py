@@ -27,7 +27,6 @@ from replay_assets.core.status import PartitionStatus
 from replay_assets.storage.apply.snapshot_scan import Snapshot
 from replay_assets.storage.db.warehouse import one, query_frame
 from replay_assets.storage.evidence.status import set_status
-from replay_assets.storage.landing.deliveries import atomic_write
 from replay_assets.storage.publish import verdicts
 from replay_assets.storage.publish.verdicts import RECON_COLUMNS, checks_json
 
@@ -222,12 +221,7 @@ def record_failed_candidate(
 ) -> Path:
     """Keep a failed candidate inspectable (its rows as Parquet, its reasons in the warehouse)
     while the last certified version stays visible."""
-    path = home / "candidates" / asset / key / f"{digest[:16]}.parquet"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    rows.write_parquet(tmp)
-    atomic_write(path, tmp.read_bytes())
-    tmp.unlink()
+    path = verdicts.keep_candidate(home, asset, key, digest, rows)
     reason = failures(outcomes)
     con.execute(
         "INSERT INTO candidates ("

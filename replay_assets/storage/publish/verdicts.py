@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import polars as pl
 
@@ -16,6 +17,7 @@ from replay_assets.core.gate import CheckOutcome, check_completeness, check_reco
 from replay_assets.core.state import Counts
 from replay_assets.core.status import PartitionStatus
 from replay_assets.storage.apply.snapshot_scan import Snapshot
+from replay_assets.storage.landing.deliveries import atomic_write
 
 RECON_COLUMNS = ("batch_id", "source_events", "accepted", "rejected", "skipped_duplicate", "skipped_stale")
 
@@ -87,3 +89,14 @@ def target_digest(state_digest: str, snapshot: Sequence[object] | None, publicat
     """What applying a load date left in the target: the state, its snapshot record (its values
     but the load date, in column order) and its latest publication's content hash."""
     return sha256_text(canonical_json([state_digest, list(snapshot) if snapshot else None, publication]))
+
+
+def keep_candidate(home: Path, asset: str, key: str, digest: str, rows: pl.DataFrame) -> Path:
+    """A failed candidate's rows as Parquet under the home, for inspection (any engine)."""
+    path = home / "candidates" / asset / key / f"{digest[:16]}.parquet"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    rows.write_parquet(tmp)
+    atomic_write(path, tmp.read_bytes())
+    tmp.unlink()
+    return path
