@@ -221,7 +221,7 @@ def record_failed_candidate(
 ) -> Path:
     """Keep a failed candidate inspectable (its rows as Parquet, its reasons in the warehouse)
     while the last certified version stays visible."""
-    path = verdicts.keep_candidate(home, asset, key, digest, rows)
+    path = verdicts.keep_candidate(home, asset=asset, key=key, digest=digest, rows=rows)
     reason = failures(outcomes)
     con.execute(
         "INSERT INTO candidates ("

@@ -91,7 +91,7 @@ def target_digest(state_digest: str, snapshot: Sequence[object] | None, publicat
     return sha256_text(canonical_json([state_digest, list(snapshot) if snapshot else None, publication]))
 
 
-def keep_candidate(home: Path, asset: str, key: str, digest: str, rows: pl.DataFrame) -> Path:
+def keep_candidate(home: Path, *, asset: str, key: str, digest: str, rows: pl.DataFrame) -> Path:
     """A failed candidate's rows as Parquet under the home, for inspection (any engine)."""
     path = home / "candidates" / asset / key / f"{digest[:16]}.parquet"
     path.parent.mkdir(parents=True, exist_ok=True)
