@@ -162,6 +162,8 @@ APPLIED = (
     "state_digests",
     "publications",
     "pointers",
+    "aggregate_versions",
+    "candidates",
 )
 
 
@@ -196,10 +198,15 @@ def test_applying_load_dates_certifies_the_same_state_on_every_engine(
                 records += _recorded(unit, unit.apply_load_date(late, **_AT, sealed_ok=True), d1)
                 again = unit.apply_load_date(plans[d2], **_AT, sealed_ok=True, restate=True)
                 records += _recorded(unit, again, d2)
+            dates = sorted({d for r in records[::2] for d in r["affected_business_dates"]})
+            with opened.store.transaction() as unit:  # the restatement of every date they changed
+                published = unit.publish_aggregates(tmp_path / kind, dates=dates, run_id="run-2", now=NOW)
+                records += [p.to_record() for p in published]
             found[kind] = {"records": records, "tables": {t: table_rows(opened, t) for t in APPLIED}}
     duck, spark = found["duckdb"], found["spark"]
-    statuses = [r["status"] for r in duck["records"][::2]]
+    statuses = [r["status"] for r in duck["records"][:12:2]]
     assert statuses == ["APPLIED", "APPLIED", "UNCHANGED", "BLOCKED", "RESTATED", "RESTATED"]
+    assert [p["version"] for p in duck["records"][12:]] == [1, 1]  # both business dates published
     assert spark["records"] == duck["records"]
     for table in APPLIED:
         assert spark["tables"][table] == duck["tables"][table], table

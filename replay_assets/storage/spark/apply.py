@@ -12,6 +12,7 @@ is all of them.
 from __future__ import annotations
 
 import datetime as dt
+from pathlib import Path
 
 import polars as pl
 from pyspark.sql import functions as F
@@ -24,12 +25,14 @@ from replay_assets.core.status import PartitionStatus
 from replay_assets.storage.apply.load_date import ApplyResult, apply_load_date
 from replay_assets.storage.apply.steps import counts_of
 from replay_assets.storage.apply.writes import BUSINESS_FIELDS
+from replay_assets.storage.publish.aggregates import Published, publish_aggregates
 from replay_assets.storage.spark import schema
 from replay_assets.storage.spark.evidence import EvidenceOps
 from replay_assets.storage.spark.fold import fold
 from replay_assets.storage.spark.frames import to_polars
 from replay_assets.storage.spark.gate import GateSteps
 from replay_assets.storage.spark.latest import LatestSteps
+from replay_assets.storage.spark.publish import SparkPublishSteps
 
 VIOLATION = Outcome.VIOLATION.value
 _STAGED = ("_batches", "_events", "_committed", "_registry", "_folded", "_groups")
@@ -373,3 +376,8 @@ class ApplyOps(EvidenceOps):
 
     def undo_load_date(self, day: str, now: dt.datetime) -> None:
         SparkApplySteps(self).undo_load_date(day, now)
+
+    def publish_aggregates(
+        self, home: Path, *, dates: list[str], run_id: str | None, now: dt.datetime
+    ) -> list[Published]:
+        return publish_aggregates(SparkPublishSteps(self), home, dates=dates, run_id=run_id, now=now)

@@ -119,10 +119,7 @@ class GateSteps(StepBase):
     def state_checks(
         self, day: str, snapshot: Snapshot, counts: dict[str, Counts], first: str, recomputed: Controls
     ) -> Sequence[CheckOutcome]:
-        published = self._table("publications").where(F.col("asset") == F.lit("current_orders"))
-        certified = {
-            str(r["partition_key"]) for r in self.unit.rows(published.select("partition_key").distinct())
-        }
+        certified = self.certified_load_dates()
         return verdicts.state_checks(
             day, snapshot, counts, first=first, recomputed=recomputed, certified=certified
         )
@@ -137,31 +134,61 @@ class GateSteps(StepBase):
         repair_reason: str | None = None,
     ) -> None:
         """Publish the load date's snapshot and move the consumer pointer to it (never backwards)."""
-        last = self.last_publication("current_orders", day)
-        decided = verdicts.publishing(last, day, digest, repair_reason)
-        asset = "current_orders"
-        if decided.version is None:
-            self.unit.set_status(asset, keys=[day], status=decided.status, reason=decided.reason, now=now)
-        else:
-            row = {
-                "asset": asset,
-                "partition_key": day,
-                "version": decided.version,
-                "as_of_load_date": day,
-                "content_sha256": digest,
-                "checks": verdicts.checks_json(outcomes),
-                "certified_at": now,
-                "run_id": run_id,
-                "reason": decided.reason,
-            }
-            self.unit.append("publications", [row])
-            last_good = (decided.version, digest)
-            self.unit.set_status(
-                asset, keys=[day], status=decided.status, reason=decided.reason, now=now, last_good=last_good
-            )
-        pointer = self.unit.rows(self._table("pointers").where(F.col("name") == F.lit(POINTER)))
-        if not pointer or str(pointer[0]["value"]) < day:
+        self.record_publication(
+            "current_orders",
+            day,
+            as_of=day,
+            digest=digest,
+            outcomes=outcomes,
+            run_id=run_id,
+            now=now,
+            repair_reason=repair_reason,
+        )
+        pointer = self.certified_pointer()
+        if pointer is None or pointer < day:
             self.unit.merge("pointers", [{"name": POINTER, "value": day}], on=("name",), update=("value",))
+
+    def certified_pointer(self) -> str | None:
+        pointer = self.unit.rows(self._table("pointers").where(F.col("name") == F.lit(POINTER)))
+        return str(pointer[0]["value"]) if pointer else None
+
+    def record_publication(
+        self,
+        asset: str,
+        key: str,
+        as_of: str,
+        digest: str,
+        outcomes: Sequence[CheckOutcome],
+        run_id: str | None,
+        now: dt.datetime,
+        repair_reason: str | None = None,
+    ) -> int | None:
+        """A new version when ``verdicts.publishing`` says so, with the partition's status."""
+        decided = verdicts.publishing(self.last_publication(asset, key), as_of, digest, repair_reason)
+        if decided.version is None:
+            self.unit.set_status(asset, keys=[key], status=decided.status, reason=decided.reason, now=now)
+            return None
+        row = {
+            "asset": asset,
+            "partition_key": key,
+            "version": decided.version,
+            "as_of_load_date": as_of,
+            "content_sha256": digest,
+            "checks": verdicts.checks_json(outcomes),
+            "certified_at": now,
+            "run_id": run_id,
+            "reason": decided.reason,
+        }
+        self.unit.append("publications", [row])
+        last_good = (decided.version, digest)
+        self.unit.set_status(
+            asset, keys=[key], status=decided.status, reason=decided.reason, now=now, last_good=last_good
+        )
+        return decided.version
+
+    def certified_load_dates(self) -> set[str]:
+        published = self._table("publications").where(F.col("asset") == F.lit("current_orders"))
+        return {str(r["partition_key"]) for r in self.unit.rows(published.select("partition_key").distinct())}
 
     def last_publication(self, asset: str, key: str) -> tuple[int, str, str] | None:
         found = self._table("publications").where(

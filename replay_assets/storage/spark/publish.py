@@ -1,0 +1,122 @@
+"""Publishing daily aggregates on Delta: the Spark adapter's steps (``storage/publish/steps.py``)
+of the one procedure (``aggregates.publish_aggregates``). The recomputed aggregates are the
+shared statement rendered for Spark (``aggregates.py`` here); the candidates' lines are the state
+as of the certified pointer, from the latest tables when they hold it."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from pathlib import Path
+
+import polars as pl
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from replay_assets.core.gate import CheckOutcome, failures
+from replay_assets.core.status import PartitionStatus
+from replay_assets.storage.db.migrations import ORDER_COLUMNS
+from replay_assets.storage.publish import verdicts
+from replay_assets.storage.publish.verdicts import RECON_COLUMNS
+from replay_assets.storage.spark.aggregates import daily_aggregates
+from replay_assets.storage.spark.frames import to_polars
+from replay_assets.storage.spark.gate import GateSteps
+
+_QUEUE_KEY = ("business_date", "store_id", "load_date")
+
+
+class SparkPublishSteps(GateSteps):
+    def latest_holds_as_of(self, day: str) -> bool:
+        return max((self._newest(t) for t in ("order_history", "customer_history")), default="") <= day
+
+    def recomputed_aggregates(self, dates: list[str], *, as_of: str, from_latest: bool) -> pl.DataFrame:
+        state = self._table("order_latest") if from_latest else self._state_as_of(as_of)
+        state.createOrReplaceTempView("_aggregated_state")
+        try:
+            return to_polars(daily_aggregates(self.spark, "_aggregated_state", dates))
+        finally:
+            self.spark.catalog.dropTempView("_aggregated_state")
+
+    def applied_reconciliation(self, as_of: str) -> pl.DataFrame:
+        applied = self._table("reconciliation").where(
+            (F.col("status") == F.lit("APPLIED")) & (F.col("load_date") <= F.lit(as_of))
+        )
+        return to_polars(applied.select(list(RECON_COLUMNS)))
+
+    def first_applied(self) -> str | None:
+        found = self._table("load_dates").agg(F.min("load_date").alias("d")).collect()
+        return str(found[0]["d"]) if found and found[0]["d"] is not None else None
+
+    def latest_lines(self, dates: list[str]) -> pl.DataFrame:
+        lines = self._table("order_latest").where(F.col("business_date").isin(dates))
+        return to_polars(lines.select(list(ORDER_COLUMNS)))
+
+    def lines_for_dates(self, as_of: str, dates: list[str]) -> pl.DataFrame:
+        """Order lines whose state as of ``as_of`` is on one of ``dates`` (``lines_for_dates``)."""
+        history = self._table("order_history").where(F.col("load_date") <= F.lit(as_of))
+        keys = history.where(F.col("business_date").isin(dates)).select("order_id", "line_no").distinct()
+        newest = self._newest_per_key(
+            history.join(keys, ["order_id", "line_no"], "left_semi"), ("order_id", "line_no")
+        )
+        return to_polars(newest.where(F.col("business_date").isin(dates)).select(list(ORDER_COLUMNS)))
+
+    def record_failed_candidate(
+        self,
+        home: Path,
+        *,
+        asset: str,
+        key: str,
+        as_of: str,
+        digest: str,
+        outcomes: Sequence[CheckOutcome],
+        rows: pl.DataFrame,
+        run_id: str | None,
+        now: dt.datetime,
+    ) -> Path:
+        """Keep a failed candidate inspectable while the last certified version stays visible."""
+        path = verdicts.keep_candidate(home, asset=asset, key=key, digest=digest, rows=rows)
+        reason = failures(outcomes)
+        row = {
+            "asset": asset,
+            "partition_key": key,
+            "as_of_load_date": as_of,
+            "content_sha256": digest,
+            "checks": verdicts.checks_json(outcomes),
+            "reason": reason,
+            "created_at": now,
+            "run_id": run_id,
+            "rows_path": str(path),
+            "rows_bytes": path.stat().st_size,
+        }
+        self.unit.append("candidates", [row])
+        self.unit.set_status(
+            asset, keys=[key], status=PartitionStatus.FAILED_CANDIDATE, reason=reason, now=now
+        )
+        return path
+
+    def insert_aggregate_versions(self, versions: pl.DataFrame) -> None:
+        self.unit.append_frames("aggregate_versions", [versions])
+
+    def release_queue(self, day: str, *, as_of: str, now: dt.datetime, run_id: str | None) -> None:
+        """The queued groups of ``day`` up to ``as_of`` are published: released by this run."""
+        queued = self._table("restatement_queue").where(
+            (F.col("business_date") == F.lit(day))
+            & (F.col("load_date") <= F.lit(as_of))
+            & F.col("released_at").isNull()
+        )
+        keys = to_polars(queued.select(list(_QUEUE_KEY)))
+        released = keys.with_columns(
+            pl.lit(now).alias("released_at"), pl.lit(run_id, pl.String).alias("released_by")
+        )
+        on = " AND ".join(f"t.{c} = s.{c}" for c in _QUEUE_KEY)
+        self._merge_sql(
+            "restatement_queue",
+            released,
+            f"MERGE INTO {{target}} t USING {{source}} s ON {on} "
+            "WHEN MATCHED THEN UPDATE SET released_at = s.released_at, released_by = s.released_by",
+            matches=_QUEUE_KEY,
+        )
+
+    def _state_as_of(self, as_of: str) -> DataFrame:
+        history = self._table("order_history").where(F.col("load_date") <= F.lit(as_of))
+        return self._newest_per_key(history, ("order_id", "line_no")).select(list(ORDER_COLUMNS))
