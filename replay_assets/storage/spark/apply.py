@@ -33,6 +33,7 @@ from replay_assets.storage.spark.frames import to_polars
 from replay_assets.storage.spark.gate import GateSteps
 from replay_assets.storage.spark.latest import LatestSteps
 from replay_assets.storage.spark.publish import SparkPublishSteps
+from replay_assets.storage.spark.stepbase import DELETE_DAY
 
 VIOLATION = Outcome.VIOLATION.value
 _STAGED = ("_batches", "_events", "_committed", "_registry", "_folded", "_groups")
@@ -239,10 +240,7 @@ class WriteSteps(LatestSteps):
         )
         gone = self._frame_of(pl.DataFrame({"load_date": [day]}))
         for table in ("order_history", "customer_history", "event_registry"):
-            merge = (
-                "MERGE INTO {target} t USING {source} s ON t.load_date = s.load_date WHEN MATCHED THEN DELETE"
-            )
-            self.unit.merge_frame(table, gone, merge, matches=("load_date",))
+            self.unit.merge_frame(table, gone, DELETE_DAY, matches=("load_date",))
         self.retract_latest(day)
 
     def register_events(self, day: str) -> None:

@@ -8,7 +8,7 @@ from pyspark.sql import functions as F
 
 from replay_assets.storage.apply.latest import COLUMNS, DROPPED, LATEST
 from replay_assets.storage.spark.frames import to_polars
-from replay_assets.storage.spark.stepbase import StepBase
+from replay_assets.storage.spark.stepbase import DELETE_DAY, StepBase
 
 
 class LatestSteps(StepBase):
@@ -57,10 +57,7 @@ class LatestSteps(StepBase):
         gone = self._frame_of(pl.DataFrame({"load_date": [day]}))
         for history, (latest, key, entity, part) in LATEST.items():
             retracted = to_polars(self._table(latest).where(F.col("load_date") == F.lit(day)))
-            merge = (
-                "MERGE INTO {target} t USING {source} s ON t.load_date = s.load_date WHEN MATCHED THEN DELETE"
-            )
-            self.unit.merge_frame(latest, gone, merge, matches=("load_date",))
+            self.unit.merge_frame(latest, gone, DELETE_DAY, matches=("load_date",))
             self._local("_retracted", retracted.select(list(key)))
             columns = ", ".join(COLUMNS[history])
             on = " AND ".join(f"h.{c} = r.{c}" for c in key)
