@@ -62,6 +62,11 @@ def require_landed(con: duckdb.DuckDBPyConnection, plan: DatePlan) -> None:
             "SELECT batch_id FROM manifests WHERE load_date = ?", [plan.load_date]
         ).fetchall()
     }
+    require_all_landed(plan, landed)
+
+
+def require_all_landed(plan: DatePlan, landed: set[str]) -> None:
+    """Refuses to apply a load date before every batch of it is landed (any engine)."""
     missing = [b.batch_id for b in plan.batches if b.batch_id not in landed]
     if missing:
         raise ReplayError(
