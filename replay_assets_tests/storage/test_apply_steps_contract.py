@@ -6,6 +6,7 @@ and day, two batches, a customer and a conflicting event id are in the delivery.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 from pathlib import Path
@@ -13,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from replay_assets.core.errors import ReplayError
+from replay_assets.core.status import PartitionStatus
 from replay_assets.storage.db.apply_steps import DuckDBApplySteps
 from replay_assets.storage.landing import area
 from replay_assets.storage.landing.deliveries import write_delivery
@@ -202,11 +205,16 @@ def test_applying_load_dates_certifies_the_same_state_on_every_engine(
             with opened.store.transaction() as unit:  # the restatement of every date they changed
                 published = unit.publish_aggregates(tmp_path / kind, dates=dates, run_id="run-2", now=NOW)
                 records += [p.to_record() for p in published]
+                reason = "the source is not ready"
+                unit.record_attempt(
+                    plans[d3], status=PartitionStatus.BLOCKED_UPSTREAM, reason=reason, now=NOW
+                )
+            records.append(_facts(opened, plans, late))
             found[kind] = {"records": records, "tables": {t: table_rows(opened, t) for t in APPLIED}}
     duck, spark = found["duckdb"], found["spark"]
     statuses = [r["status"] for r in duck["records"][:12:2]]
     assert statuses == ["APPLIED", "APPLIED", "UNCHANGED", "BLOCKED", "RESTATED", "RESTATED"]
-    assert [p["version"] for p in duck["records"][12:]] == [1, 1]  # both business dates published
+    assert [p["version"] for p in duck["records"][12:14]] == [1, 1]  # both business dates published
     assert spark["records"] == duck["records"]
     for table in APPLIED:
         assert spark["tables"][table] == duck["tables"][table], table
@@ -232,3 +240,25 @@ def _recorded(unit: Any, result: Any, day: str) -> list[Any]:
     from replay_assets.storage.apply.load_date import to_record
 
     return [to_record(result), unit.target_digest(day, result.content_sha256 or "")]
+
+
+def _facts(opened: Any, plans: dict[str, Any], late: Any) -> dict[str, Any]:
+    """What a reader of the warehouse sees of its load dates, publications and horizon."""
+    with opened.store.read() as unit:
+        facts = unit.warehouse_facts()
+        found: dict[str, Any] = {
+            "facts": (facts.applied, facts.blocked, facts.skipped, facts.landed, facts.pointer),
+            "pruned_through": (facts.pruned_through, unit.pruned_through()),
+            "applied": unit.applied_dates(),
+            "pointer": unit.certified_pointer(),
+            "published": [unit.published_partitions(a) for a in ("current_orders", "daily_aggregates")],
+            "versions": unit.newest_versions("2026-01-01"),
+        }
+        unit.require_landed(late)
+        unlanded = dataclasses.replace(
+            late, batches=(*late.batches, dataclasses.replace(late.batches[0], batch_id="B-none"))
+        )
+        with pytest.raises(ReplayError) as refused:
+            unit.require_landed(unlanded)
+        found["refused"] = (refused.value.code, str(refused.value))
+    return found

@@ -27,7 +27,7 @@ from replay_assets.storage.apply.steps import counts_of
 from replay_assets.storage.apply.writes import BUSINESS_FIELDS
 from replay_assets.storage.publish.aggregates import Published, publish_aggregates
 from replay_assets.storage.spark import schema
-from replay_assets.storage.spark.evidence import EvidenceOps
+from replay_assets.storage.spark.facts import FactsOps
 from replay_assets.storage.spark.fold import fold
 from replay_assets.storage.spark.frames import to_polars
 from replay_assets.storage.spark.gate import GateSteps
@@ -351,7 +351,7 @@ class SparkApplySteps(WriteSteps, GateSteps):
     """Every step of applying a load date on Delta (``storage/apply/steps.py``)."""
 
 
-class ApplyOps(EvidenceOps):
+class ApplyOps(FactsOps):
     """The Spark unit's share of ``ApplyUnit`` and ``PublishUnit`` that applying a date needs."""
 
     def apply_load_date(

@@ -20,10 +20,10 @@ from replay_assets.core.state import Counts
 from replay_assets.storage.apply.snapshot_scan import RowChecks, Snapshot, check_rows
 from replay_assets.storage.apply.state_digest import ENTITIES, LIMBS, StateDigest, base_of, combine_by_change
 from replay_assets.storage.publish import verdicts
+from replay_assets.storage.spark.facts import POINTER
 from replay_assets.storage.spark.frames import to_polars
 from replay_assets.storage.spark.stepbase import StepBase
 
-POINTER = "published_load_date"
 _SNAPSHOT = (
     "active_lines", "distinct_orders", "units", "amount_minor", "cost_minor", "gross_profit_minor",
     "row_count", "content_sha256",
@@ -149,8 +149,7 @@ class GateSteps(StepBase):
             self.unit.merge("pointers", [{"name": POINTER, "value": day}], on=("name",), update=("value",))
 
     def certified_pointer(self) -> str | None:
-        pointer = self.unit.rows(self._table("pointers").where(F.col("name") == F.lit(POINTER)))
-        return str(pointer[0]["value"]) if pointer else None
+        return self.unit.certified_pointer()
 
     def record_publication(
         self,

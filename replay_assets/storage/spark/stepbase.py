@@ -12,7 +12,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from replay_assets.storage.spark import schema
-from replay_assets.storage.spark.evidence import EvidenceOps
+from replay_assets.storage.spark.facts import FactsOps
 from replay_assets.storage.spark.frames import to_polars
 
 # removes a table's rows of the source's load date (Sail 0.7 refuses DELETE with a subquery)
@@ -20,7 +20,7 @@ DELETE_DAY = "MERGE INTO {target} t USING {source} s ON t.load_date = s.load_dat
 
 
 class StepBase:
-    def __init__(self, unit: EvidenceOps) -> None:
+    def __init__(self, unit: FactsOps) -> None:
         self.unit = unit
         self.spark = unit.spark
 

@@ -24,13 +24,14 @@ from replay_assets.storage.db.clock import real_now
 from replay_assets.storage.spark import schema
 from replay_assets.storage.spark.apply import ApplyOps
 from replay_assets.storage.spark.evidence import EvidenceOps
+from replay_assets.storage.spark.facts import FactsOps
 from replay_assets.storage.spark.journal import JournalOps
 from replay_assets.storage.spark.landing import LandingOps
 from replay_assets.storage.spark.tables import DeltaTables
 from replay_assets.storage.spark.unit import UnitBase
 
 
-class SparkUnit(JournalOps, LandingOps, ApplyOps, EvidenceOps, UnitBase):
+class SparkUnit(JournalOps, LandingOps, ApplyOps, FactsOps, EvidenceOps, UnitBase):
     """One fenced transaction or one pinned read of the Delta warehouse."""
 
 

@@ -1,0 +1,80 @@
+"""What the Spark warehouse knows about load dates, for the plan and the landing and apply use
+cases (the DuckDB adapter's ``storage/apply/facts.py`` and the reads of ``retention/prune.py``
+and ``publish/certify.py``), and the attempts they record."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from pyspark.sql import Window
+from pyspark.sql import functions as F
+
+from replay_assets.core.plan import DatePlan, WarehouseFacts
+from replay_assets.core.status import DateStatus, PartitionStatus
+from replay_assets.storage.apply.facts import require_all_landed
+from replay_assets.storage.retention.prune import PRUNED_THROUGH
+from replay_assets.storage.spark.evidence import EvidenceOps
+
+POINTER = "published_load_date"
+
+
+class FactsOps(EvidenceOps):
+    def warehouse_facts(self) -> WarehouseFacts:
+        applied = {r["load_date"]: r["identity"] for r in self.rows(self.frame("load_dates"))}
+        newest = Window.partitionBy("load_date", "identity").orderBy(
+            F.col("attempted_at").desc(), F.col("seq").desc()
+        )
+        attempts = self.frame("load_date_attempts").withColumn("_n", F.row_number().over(newest))
+        latest = self.rows(attempts.where(F.col("_n") == 1).drop("_n"))
+        blocked = {(r["load_date"], r["identity"]): (DateStatus(r["status"]), r["reason"]) for r in latest}
+        skipped = frozenset(
+            r["batch_id"] for r in self.rows(self.frame("batch_resolutions").select("batch_id"))
+        )
+        manifests = self.frame("manifests").select("batch_id", "manifest_sha256")
+        landed = {r["batch_id"]: r["manifest_sha256"] for r in self.rows(manifests)}
+        return WarehouseFacts(
+            applied,
+            blocked,
+            skipped=skipped,
+            landed=landed,
+            pointer=self.certified_pointer() or "",
+            pruned_through=self.pruned_through(),
+        )
+
+    def record_attempt(
+        self, plan: DatePlan, *, status: PartitionStatus, reason: str, now: dt.datetime
+    ) -> None:
+        # keyed by the file fingerprints: replacing the broken file makes the date ready
+        self.insert_attempt(plan.load_date, plan.attempt_key, status=status.value, reason=reason, now=now)
+        self.set_status("current_orders", keys=[plan.load_date], status=status, reason=reason, now=now)
+
+    def require_landed(self, plan: DatePlan) -> None:
+        manifests = self.frame("manifests").where(F.col("load_date") == F.lit(plan.load_date))
+        require_all_landed(plan, {r["batch_id"] for r in self.rows(manifests.select("batch_id"))})
+
+    def certified_pointer(self) -> str | None:
+        return self._pointer(POINTER) or None
+
+    def pruned_through(self) -> str:
+        """The newest pruned load date, or "" when nothing was pruned."""
+        return self._pointer(PRUNED_THROUGH)
+
+    def applied_dates(self) -> list[str]:
+        dates = self.frame("load_dates").select("load_date").orderBy("load_date")
+        return [str(r["load_date"]) for r in self.rows(dates)]
+
+    def published_partitions(self, asset: str) -> list[str]:
+        """Every partition of ``asset`` with a publication, in order."""
+        found = self.frame("publications").where(F.col("asset") == F.lit(asset))
+        keys = found.select("partition_key").distinct().orderBy("partition_key")
+        return [str(r["partition_key"]) for r in self.rows(keys)]
+
+    def newest_versions(self, partition: str) -> dict[str, int]:
+        """Per asset, the newest publication version of ``partition``."""
+        found = self.frame("publications").where(F.col("partition_key") == F.lit(partition))
+        newest = found.groupBy("asset").agg(F.max("version").alias("v"))
+        return {str(r["asset"]): int(r["v"]) for r in self.rows(newest)}
+
+    def _pointer(self, name: str) -> str:
+        found = self.rows(self.frame("pointers").where(F.col("name") == F.lit(name)))
+        return str(found[0]["value"]) if found else ""
