@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from typing import Any
 
 import duckdb
@@ -46,22 +47,34 @@ def publications_digest(con: duckdb.DuckDBPyConnection, dates: list[str]) -> str
         ORDER BY 1""",
         [dates],
     ).fetchall()
-    return sha256_text(canonical_json([list(r) for r in rows]))
+    return digest_of_publications(rows)
+
+
+def digest_of_publications(newest: Sequence[Sequence[object]]) -> str:
+    """The digest of each date's newest publication (date, version, content hash), in date
+    order (any engine)."""
+    return sha256_text(canonical_json([list(r) for r in newest]))
 
 
 def apply_operation(con: duckdb.DuckDBPyConnection, plan: DatePlan) -> entries.Operation:
-    """Identity of applying a load date: its input (manifest hashes) and its upstream content (the
-    certified snapshot of the day before), never a run id or a try."""
+    """Identity of applying a load date (``apply_identity``) from the warehouse."""
     prev = (dt.date.fromisoformat(plan.load_date) - dt.timedelta(days=1)).isoformat()
     upstream = certify.last_publication(con, "current_orders", prev)
-    parts: list[Any] = [plan.identity, upstream[1] if upstream else ""]
     relanded = con.execute(  # a batch landed again (``resolve --action reland``) is a new input
         "SELECT batch_id, count(*) FROM batch_relandings WHERE list_contains(?, batch_id) "
         "GROUP BY 1 ORDER BY 1",
         [[b.batch_id for b in plan.batches]],
     ).fetchall()
+    return apply_identity(plan, upstream[1] if upstream else "", [(str(b), int(n)) for b, n in relanded])
+
+
+def apply_identity(plan: DatePlan, upstream: str, relanded: Sequence[tuple[str, int]]) -> entries.Operation:
+    """Identity of applying a load date: its input (manifest hashes) and its upstream content (the
+    certified snapshot hash of the day before, ``upstream``), never a run id or a try; a batch
+    landed again (``relanded``: batch id and times, in order) is a new input (any engine)."""
+    parts: list[Any] = [plan.identity, upstream]
     if relanded:  # only then, so every other identity stays what it was
-        parts.append([[str(b), int(n)] for b, n in relanded])
+        parts.append([[b, n] for b, n in relanded])
     input_identity = canonical_json(parts)
     intent = {"batches": sorted([b.source, b.batch_id, b.manifest_sha256] for b in plan.batches)}
     return _operation(
@@ -70,9 +83,13 @@ def apply_operation(con: duckdb.DuckDBPyConnection, plan: DatePlan) -> entries.O
 
 
 def prune_operation(con: duckdb.DuckDBPyConnection, day: str) -> entries.Operation:
-    """Identity of pruning a load date behind the horizon: the date and its applied input."""
     row = con.execute("SELECT identity FROM load_dates WHERE load_date = ?", [day]).fetchall()
-    identity = canonical_json([day, str(row[0][0]) if row else ""])
+    return prune_identity(day, str(row[0][0]) if row else "")
+
+
+def prune_identity(day: str, applied: str) -> entries.Operation:
+    """Identity of pruning a load date behind the horizon: the date and its applied input."""
+    identity = canonical_json([day, applied])
     return _operation(
         "prune_load_date", "current_orders", day, input_identity=identity, intent={"prune_load_date": day}
     )
