@@ -253,6 +253,9 @@ def _facts(opened: Any, plans: dict[str, Any], late: Any) -> dict[str, Any]:
             "pointer": unit.certified_pointer(),
             "published": [unit.published_partitions(a) for a in ("current_orders", "daily_aggregates")],
             "versions": unit.newest_versions("2026-01-01"),
+            "operations": [unit.apply_operation(plan) for plan in (*plans.values(), late)],
+            "pruning": unit.prune_operation("2026-01-02"),
+            "publications": unit.publications_digest(["2026-01-01", "2026-01-02", "2026-01-09"]),
         }
         unit.require_landed(late)
         unlanded = dataclasses.replace(

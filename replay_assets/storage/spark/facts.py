@@ -12,6 +12,8 @@ from pyspark.sql import functions as F
 from replay_assets.core.plan import DatePlan, WarehouseFacts
 from replay_assets.core.status import DateStatus, PartitionStatus
 from replay_assets.storage.apply.facts import require_all_landed
+from replay_assets.storage.journal import identities
+from replay_assets.storage.journal.entries import Operation
 from replay_assets.storage.retention.prune import PRUNED_THROUGH
 from replay_assets.storage.spark.evidence import EvidenceOps
 
@@ -74,6 +76,39 @@ class FactsOps(EvidenceOps):
         found = self.frame("publications").where(F.col("partition_key") == F.lit(partition))
         newest = found.groupBy("asset").agg(F.max("version").alias("v"))
         return {str(r["asset"]): int(r["v"]) for r in self.rows(newest)}
+
+    def last_publication(self, asset: str, key: str) -> tuple[int, str, str] | None:
+        """The newest publication of a partition: version, content hash, as-of load date."""
+        found = self.frame("publications").where(
+            (F.col("asset") == F.lit(asset)) & (F.col("partition_key") == F.lit(key))
+        )
+        rows = self.rows(found.orderBy(F.col("version").desc()).limit(1))
+        if not rows:
+            return None
+        return int(rows[0]["version"]), str(rows[0]["content_sha256"]), str(rows[0]["as_of_load_date"])
+
+    def apply_operation(self, plan: DatePlan) -> Operation:
+        prev = (dt.date.fromisoformat(plan.load_date) - dt.timedelta(days=1)).isoformat()
+        upstream = self.last_publication("current_orders", prev)
+        batches = [b.batch_id for b in plan.batches]
+        relandings = self.frame("batch_relandings").where(F.col("batch_id").isin(batches))
+        counted = self.rows(relandings.groupBy("batch_id").count().orderBy("batch_id"))
+        relanded = [(str(r["batch_id"]), int(r["count"])) for r in counted]
+        return identities.apply_identity(plan, upstream[1] if upstream else "", relanded)
+
+    def prune_operation(self, day: str) -> Operation:
+        applied = self.rows(self.frame("load_dates").where(F.col("load_date") == F.lit(day)))
+        return identities.prune_identity(day, str(applied[0]["identity"]) if applied else "")
+
+    def publications_digest(self, dates: list[str]) -> str:
+        """What the target holds for these dates: their newest publication hashes."""
+        found = self.frame("publications").where(
+            (F.col("asset") == F.lit("daily_aggregates")) & F.col("partition_key").isin(dates)
+        )
+        newest = Window.partitionBy("partition_key").orderBy(F.col("version").desc())
+        ranked = found.withColumn("_n", F.row_number().over(newest)).where(F.col("_n") == 1)
+        rows = self.rows(ranked.select("partition_key", "version", "content_sha256").orderBy("partition_key"))
+        return identities.digest_of_publications([list(r.values()) for r in rows])
 
     def _pointer(self, name: str) -> str:
         found = self.rows(self.frame("pointers").where(F.col("name") == F.lit(name)))

@@ -190,15 +190,7 @@ class GateSteps(StepBase):
         return {str(r["partition_key"]) for r in self.unit.rows(published.select("partition_key").distinct())}
 
     def last_publication(self, asset: str, key: str) -> tuple[int, str, str] | None:
-        found = self._table("publications").where(
-            (F.col("asset") == F.lit(asset)) & (F.col("partition_key") == F.lit(key))
-        )
-        rows = self.unit.rows(found.orderBy(F.col("version").desc()).limit(1))
-        return (
-            (int(rows[0]["version"]), str(rows[0]["content_sha256"]), str(rows[0]["as_of_load_date"]))
-            if rows
-            else None
-        )
+        return self.unit.last_publication(asset, key)
 
     def write_snapshot(self, day: str, controls: Controls, rows: int, digest: str) -> None:
         row = {"load_date": day, **dict(zip(_SNAPSHOT, (*controls.as_tuple(), rows, digest), strict=True))}
