@@ -91,12 +91,6 @@ class WriteSteps(LatestSteps):
             if view.name in staged and view.isTemporary:
                 self.spark.catalog.dropTempView(view.name)
 
-    def latest_holds_before(self, day: str) -> bool:
-        """Whether the latest tables are the state just before ``day`` (``latest.holds_before``)."""
-        history = max((self._newest(t) for t in ("order_history", "customer_history")), default="")
-        latest = max((self._newest(t) for t in ("order_latest", "customer_latest")), default="")
-        return history <= day and latest < day
-
     # ------------------------------------------------------------------ the writes
 
     def batch_counts(self, plan: DatePlan) -> dict[str, Counts]:

@@ -186,8 +186,7 @@ class GateSteps(StepBase):
         return decided.version
 
     def certified_load_dates(self) -> set[str]:
-        published = self._table("publications").where(F.col("asset") == F.lit("current_orders"))
-        return {str(r["partition_key"]) for r in self.unit.rows(published.select("partition_key").distinct())}
+        return set(self.unit.published_partitions("current_orders"))
 
     def last_publication(self, asset: str, key: str) -> tuple[int, str, str] | None:
         return self.unit.last_publication(asset, key)

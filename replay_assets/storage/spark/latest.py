@@ -15,7 +15,7 @@ class LatestSteps(StepBase):
     def advance_latest(self, day: str) -> None:
         """Fold the history rows ``day`` wrote into the latest tables, logging the partitions the
         replaced rows leave and the new rows join (``latest.advance``)."""
-        newest = self._newest_of(tuple(LATEST)) <= day
+        newest = self.latest_holds_as_of(day)
         parts = {}
         for history, (latest, key, entity, part) in LATEST.items():
             keys = ", ".join(key)
@@ -91,9 +91,6 @@ class LatestSteps(StepBase):
             for entity, frame in parts.items()
         ]
         self.unit.append_frames("latest_changes", rows)
-
-    def _newest_of(self, tables: tuple[str, ...]) -> str:
-        return max((self._newest(t) for t in tables), default="")
 
 
 def _spark(part: str) -> str:

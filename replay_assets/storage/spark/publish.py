@@ -26,9 +26,6 @@ _QUEUE_KEY = ("business_date", "store_id", "load_date")
 
 
 class SparkPublishSteps(GateSteps):
-    def latest_holds_as_of(self, day: str) -> bool:
-        return max((self._newest(t) for t in ("order_history", "customer_history")), default="") <= day
-
     def recomputed_aggregates(self, dates: list[str], *, as_of: str, from_latest: bool) -> pl.DataFrame:
         state = self._table("order_latest") if from_latest else self._state_as_of(as_of)
         state.createOrReplaceTempView("_aggregated_state")

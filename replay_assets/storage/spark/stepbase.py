@@ -11,6 +11,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
+from replay_assets.storage.apply.latest import LATEST
 from replay_assets.storage.spark import schema
 from replay_assets.storage.spark.facts import FactsOps
 from replay_assets.storage.spark.frames import to_polars
@@ -29,9 +30,18 @@ class StepBase:
     def _table(self, table: str) -> DataFrame:
         return self.unit.frame(table)
 
-    def _newest(self, table: str) -> str:
-        found = self._table(table).agg(F.max("load_date").alias("d")).collect()
-        return str(found[0]["d"]) if found and found[0]["d"] is not None else ""
+    def latest_holds_before(self, day: str) -> bool:
+        """Whether the latest tables are the state just before ``day`` (``latest.holds_before``)."""
+        return self._newest(*LATEST) <= day and self._newest(*(v[0] for v in LATEST.values())) < day
+
+    def latest_holds_as_of(self, day: str) -> bool:
+        """Whether the latest tables are the state as of ``day`` (``latest.holds_as_of``)."""
+        return self._newest(*LATEST) <= day
+
+    def _newest(self, *tables: str) -> str:
+        """The newest load date any of ``tables`` holds ("" for none)."""
+        found = [self._table(t).agg(F.max("load_date").alias("d")).collect()[0]["d"] for t in tables]
+        return max((str(d) for d in found if d is not None), default="")
 
     def _sql(self, text: str, **args: Any) -> DataFrame:
         """``text`` with ``{table}`` naming the warehouse's tables as this unit sees them."""
@@ -53,17 +63,10 @@ class StepBase:
         return self.spark.createDataFrame(table, schema=from_arrow_schema(table.schema))
 
     def _local(self, view: str, frame: pl.DataFrame) -> None:
-        table = frame.to_arrow()
-        self.spark.createDataFrame(table, schema=from_arrow_schema(table.schema)).createOrReplaceTempView(
-            view
-        )
+        self._frame_of(frame).createOrReplaceTempView(view)
 
     def _merge_sql(
         self, table: str, rows: pl.DataFrame, statement: str, *, matches: Sequence[str] | None = None
     ) -> None:
         """One ``MERGE`` of ``rows`` into ``table`` (``{target}``, ``{source}`` in ``statement``)."""
-        columns = schema.schemas()[table]
-        missing = [pl.lit(None).alias(n) for n in columns.names if n not in rows.columns]
-        arrow = rows.with_columns(missing).select(columns.names).to_arrow().cast(columns)
-        source = self.spark.createDataFrame(arrow, schema=from_arrow_schema(columns))
-        self.unit.merge_frame(table, source, statement, matches=matches)
+        self.unit.merge_frame(table, self.unit.table_frame(table, rows), statement, matches=matches)

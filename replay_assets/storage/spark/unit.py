@@ -50,13 +50,16 @@ class UnitBase:
         """Append the rows of ``frames`` as one commit (none when they hold no row): columns by
         name, cast to the table's types, a missing one null. Through Arrow, never row by row."""
         frames = [f for f in frames if f.height]
-        if not frames:
-            return
+        if frames:
+            self.writing().append(table, self.table_frame(table, pl.concat(frames, how="diagonal_relaxed")))
+
+    def table_frame(self, table: str, rows: pl.DataFrame) -> DataFrame:
+        """``rows`` as a local Spark frame of ``table``'s columns: by name, cast to the table's
+        types, a missing one null (through Arrow)."""
         columns = schema.schemas()[table]
-        whole = pl.concat(frames, how="diagonal_relaxed")
-        missing = [pl.lit(None).alias(name) for name in columns.names if name not in whole.columns]
-        arrow = whole.with_columns(missing).select(columns.names).to_arrow().cast(columns)
-        self.writing().append(table, self.spark.createDataFrame(arrow, schema=from_arrow_schema(columns)))
+        missing = [pl.lit(None).alias(name) for name in columns.names if name not in rows.columns]
+        arrow = rows.with_columns(missing).select(columns.names).to_arrow().cast(columns)
+        return self.spark.createDataFrame(arrow, schema=from_arrow_schema(columns))
 
     def merge(
         self,
