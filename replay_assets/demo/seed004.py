@@ -77,8 +77,8 @@ def _fences(p: Pipeline, day: str) -> int:
 
 def _audit(p: Pipeline, op_id: str) -> list[str]:
     """The operation's audit trail, one chain of states per actor in turn."""
-    with p.warehouse.connect() as con:
-        trail = recovery.inspect(con, op_id)["audit"]
+    with p.store.read() as unit:
+        trail = recovery.inspect(unit, op_id)["audit"]
     chains: list[tuple[str, list[str]]] = []
     for a in trail:
         if not chains or chains[-1][0] != a["actor"]:
@@ -90,7 +90,7 @@ def _audit(p: Pipeline, op_id: str) -> list[str]:
 def _recover(p: Pipeline, op_id: str, action: recovery.Action, note: str) -> str:
     try:
         entry = recovery.apply(
-            p.warehouse,
+            p.store,
             op_id,
             action,
             note=note,
@@ -110,9 +110,9 @@ def _killed_then_recovered(p: Pipeline) -> dict[str, Any]:
     worker = _worker(p, KILLED, "apply_load_date:after_target_commit")
     worker.communicate(timeout=120)
     op_id = _operation(p, KILLED)
-    with p.warehouse.connect() as con:
-        doubt = recovery.in_doubt(con)
-        plan = recovery.plan(con, op_id)
+    with p.store.read() as unit:
+        doubt = recovery.in_doubt(unit)
+        plan = recovery.plan(unit, op_id)
     return {
         "exit": worker.returncode,
         "in_doubt": [(d["partition_key"], str(d["state"])) for d in doubt],

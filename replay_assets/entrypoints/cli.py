@@ -191,7 +191,7 @@ def cmd_recovery(args: argparse.Namespace) -> int:
         if not (args.operation_id and args.action and args.note):
             raise ReplayError(ErrorCode.USAGE, "recovery apply needs --operation-id, --action and --note")
         entry = recovery.apply(
-            pipeline.warehouse,
+            pipeline.store,
             args.operation_id,
             action=recovery.Action(args.action),
             note=args.note,
@@ -201,13 +201,13 @@ def cmd_recovery(args: argparse.Namespace) -> int:
         )
         print(f"operation {entry.operation_id[:16]} is {entry.state} (version {entry.version})")
         return 0
-    with pipeline.reader.read() as con:
+    with pipeline.store.read() as unit:
         if not args.operation_id:
-            report: object = recovery.in_doubt(con)
+            report: object = recovery.in_doubt(unit)
         elif args.verb == "inspect":
-            report = recovery.inspect(con, args.operation_id)
+            report = recovery.inspect(unit, args.operation_id)
         else:
-            report = recovery.plan(con, args.operation_id).__dict__
+            report = recovery.plan(unit, args.operation_id).__dict__
     if args.json:
         print(json.dumps(report, indent=2, default=str))
     elif isinstance(report, list):
@@ -232,15 +232,15 @@ def cmd_resolve(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     settings = settings_from_environment(args.home)
     output = exports.check_output(args.output, settings.home) if args.output else None
-    reader = Pipeline(settings).reader
-    with reader.read() as con:
-        if reader.source != "warehouse" and args.table not in exports.PUBLISHED:
+    store = Pipeline(settings).store
+    with store.read() as unit:
+        if store.source != "warehouse" and args.table not in exports.PUBLISHED:
             raise ReplayError(
                 ErrorCode.WAREHOUSE_BUSY,
                 f"a writer holds the warehouse; {args.table} is read from it, not from the published "
                 "copy: try again when the load is done",
             )
-        frame = exports.table(con, args.table, args.as_of)
+        frame = unit.export_table(args.table, args.as_of)
     exports.write(frame, args.format, output, sys.stdout)
     return 0
 

@@ -156,13 +156,13 @@ def test_recovery_apply_completes_an_operation_killed_before_its_evidence(
     shutil.copytree(template, home)
     s = session(home, now)
     assert s.run_in_subprocess(fail_point="apply_load_date:before_evidence") == -9
-    with s.pipeline.warehouse.connect() as con:
-        [doubt] = recovery.in_doubt(con)
-        planned = recovery.plan(con, doubt["operation_id"])
+    with s.pipeline.store.read() as unit:
+        [doubt] = recovery.in_doubt(unit)
+        planned = recovery.plan(unit, doubt["operation_id"])
     assert doubt["state"] == "COMMITTED_INCOMPLETE" and planned.fence
     assert planned.actions == [recovery.Action.COMPLETE_EVIDENCE, recovery.Action.MARK_UNKNOWN]
     entry = recovery.apply(
-        s.pipeline.warehouse,
+        s.pipeline.store,
         doubt["operation_id"],
         recovery.Action.COMPLETE_EVIDENCE,
         "killed before evidence",
@@ -173,7 +173,7 @@ def test_recovery_apply_completes_an_operation_killed_before_its_evidence(
     assert entry.state == "COMPLETE"
     with pytest.raises(Exception, match="REPLAY_RECOVERY_CONFLICT"):  # nothing is planned any more
         recovery.apply(
-            s.pipeline.warehouse,
+            s.pipeline.store,
             doubt["operation_id"],
             recovery.Action.COMPLETE_EVIDENCE,
             "again",

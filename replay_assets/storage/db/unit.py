@@ -73,6 +73,8 @@ class DuckDBUnit:
     fence_committed = bound(entries.fence_committed)
     write_fence = bound(entries.write_fence)
     committed_in_doubt = bound(entries.committed_in_doubt)
+    unfinished_operations = bound(entries.unfinished)
+    operation_audit = bound(entries.audit_trail)
     apply_operation = bound(identities.apply_operation)
     publish_operation = bound(identities.publish_operation)
     prune_operation = bound(identities.prune_operation)
@@ -120,6 +122,7 @@ class DuckDBUnit:
     reverify_state = bound(reverify.reverify_state)
     reverify_aggregates = bound(reverify.reverify_aggregates)
     daily_totals = bound(exports.daily_totals)
+    export_table = bound(exports.table)
     reconciliation_report = bound(exports.reconciliation_report)
     status_report = bound(exports.status_report)
     # evidence

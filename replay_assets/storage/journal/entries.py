@@ -238,3 +238,24 @@ def committed_in_doubt(con: duckdb.DuckDBPyConnection) -> list[Operation]:
         Operation(op_id, digest, kind=kind, asset=asset, partition_key=key, input_identity=identity)
         for op_id, digest, kind, asset, key, identity in rows
     ]
+
+
+UNFINISHED = ("operation_id", "kind", "partition_key", "state", "version", "updated_at")
+AUDIT = ("version", "from", "to", "actor", "note", "at")
+
+
+def unfinished(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    """Every operation that is not COMPLETE (``UNFINISHED`` columns), oldest move first."""
+    rows = con.execute("""SELECT operation_id, kind, partition_key, state, version, updated_at FROM operations
+        WHERE state <> 'COMPLETE' ORDER BY updated_at""").fetchall()
+    return [dict(zip(UNFINISHED, r, strict=True)) for r in rows]
+
+
+def audit_trail(con: duckdb.DuckDBPyConnection, operation_id: str) -> list[dict[str, Any]]:
+    """The operation's moves (``AUDIT`` columns), in version order."""
+    rows = con.execute(
+        """SELECT version, from_state, to_state, actor, note, changed_at FROM operation_audit
+        WHERE operation_id = ? ORDER BY version""",
+        [operation_id],
+    ).fetchall()
+    return [dict(zip(AUDIT, a, strict=True)) for a in rows]

@@ -28,14 +28,29 @@ def publish_operation(con: duckdb.DuckDBPyConnection, dates: list[str]) -> entri
         WHERE q.released_at IS NULL AND list_contains(?, q.business_date) ORDER BY ALL""",
         [dates],
     ).fetchall()
-    input_identity = canonical_json(
-        [dates, pointer or "", upstream[1] if upstream else "", [list(q) for q in queued]]
-    )
+    return publish_identity(dates, pointer or "", upstream[1] if upstream else "", queued)
+
+
+def publish_identity(
+    dates: list[str], pointer: str, upstream: str, queued: Sequence[Sequence[object]]
+) -> entries.Operation:
+    """Identity of publishing ``dates`` from the certified ``pointer`` (whose snapshot hash is
+    ``upstream``), releasing the ``queued`` groups: (business date, store, load date, the
+    identity of the load date, queued at as ``timestamp_text``), in order (any engine)."""
+    input_identity = canonical_json([dates, pointer, upstream, [list(q) for q in queued]])
     key = f"{dates[0]}..{dates[-1]}" if dates else ""
     intent = {"business_dates": dates}
     return _operation(
         "publish_aggregates", "daily_aggregates", key, input_identity=input_identity, intent=intent
     )
+
+
+def timestamp_text(moment: dt.datetime) -> str:
+    """An instant as DuckDB casts a UTC ``TIMESTAMPTZ`` to text (``2026-09-02 06:00:00.12+00``):
+    the identities above hash it, so every engine renders it this way."""
+    utc = moment.astimezone(dt.UTC) if moment.tzinfo else moment
+    fraction = f".{utc.microsecond:06d}".rstrip("0") if utc.microsecond else ""
+    return f"{utc:%Y-%m-%d %H:%M:%S}{fraction}+00"
 
 
 def publications_digest(con: duckdb.DuckDBPyConnection, dates: list[str]) -> str:

@@ -1,7 +1,8 @@
 """Operator recovery of journaled operations (SPEC 6): read-only inspect and plan, explicit apply.
 
-Works with Dagster down: it needs only the warehouse. Every applied action is a CAS transition on
-the operation's version with an audit row naming the operator and the note.
+Works with Dagster down: it needs only the warehouse, through its port (any engine). Every
+applied action is a CAS transition on the operation's version with an audit row naming the
+operator and the note.
 """
 
 from __future__ import annotations
@@ -12,13 +13,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import duckdb
-
 from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.journal import IN_DOUBT, MUTATION_BEGUN, Next, next_step
 from replay_assets.core.status import CommitState
 from replay_assets.storage.journal import entries
-from replay_assets.storage.ports import WarehouseWriter
+from replay_assets.storage.ports import Store
+from replay_assets.storage.unit import Unit
 
 S = CommitState
 
@@ -41,21 +41,13 @@ class Plan:
     explanation: str
 
 
-def in_doubt(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+def in_doubt(unit: Unit) -> list[dict[str, Any]]:
     """Operations that are not COMPLETE and not safely restartable as they are."""
-    rows = con.execute("""SELECT operation_id, kind, partition_key, state, version, updated_at FROM operations
-        WHERE state <> 'COMPLETE' ORDER BY updated_at""").fetchall()
-    names = ("operation_id", "kind", "partition_key", "state", "version", "updated_at")
-    return [dict(zip(names, r, strict=True)) for r in rows]
+    return unit.unfinished_operations()
 
 
-def inspect(con: duckdb.DuckDBPyConnection, operation_id: str) -> dict[str, Any]:
-    entry = _entry(con, operation_id)
-    audit = con.execute(
-        """SELECT version, from_state, to_state, actor, note, changed_at FROM operation_audit
-        WHERE operation_id = ? ORDER BY version""",
-        [operation_id],
-    ).fetchall()
+def inspect(unit: Unit, operation_id: str) -> dict[str, Any]:
+    entry = _entry(unit, operation_id)
     return {
         "operation_id": entry.operation_id,
         "kind": entry.kind,
@@ -64,18 +56,18 @@ def inspect(con: duckdb.DuckDBPyConnection, operation_id: str) -> dict[str, Any]
         "intent_digest": entry.intent_digest,
         "state": entry.state.value,
         "version": entry.version,
-        "fence": entries.fence_committed(con, operation_id),
+        "fence": unit.fence_committed(operation_id),
         "target_sha256": entry.target_sha256,
-        "audit": [dict(zip(("version", "from", "to", "actor", "note", "at"), a, strict=True)) for a in audit],
+        "audit": unit.operation_audit(operation_id),
     }
 
 
-def plan(con: duckdb.DuckDBPyConnection, operation_id: str) -> Plan:
+def plan(unit: Unit, operation_id: str) -> Plan:
     """The actions that agree with the journal state and the fence. The fence is written in the
     target's own transaction, so it decides whether the mutation committed; an operator decides
     only when the pipeline may act on it (a hold, COMMIT_UNKNOWN, and its release)."""
-    entry = _entry(con, operation_id)
-    fence = entries.fence_committed(con, operation_id)
+    entry = _entry(unit, operation_id)
+    fence = unit.fence_committed(operation_id)
     actions, explanation = _actions(entry.state, fence)
     return Plan(
         operation_id,
@@ -109,7 +101,7 @@ def _actions(state: CommitState, fence: bool) -> tuple[list[Action], str]:
 
 
 def apply(
-    warehouse: WarehouseWriter,
+    store: Store,
     operation_id: str,
     action: Action,
     note: str,
@@ -118,19 +110,19 @@ def apply(
     now: dt.datetime,
 ) -> entries.Entry:
     """Carry out one planned action under CAS; refuses if the operation moved since it was planned."""
-    with warehouse.transaction() as con:
-        current = plan(con, operation_id)
+    with store.transaction() as unit:
+        current = plan(unit, operation_id)
         if action not in current.actions:
             raise ReplayError(
                 ErrorCode.RECOVERY_CONFLICT,
                 f"action {action} is not planned for {current.state} (planned: "
                 f"{', '.join(current.actions) or 'none'})",
             )
-        entry = _entry(con, operation_id)
+        entry = _entry(unit, operation_id)
         actor, what = f"operator:{operator}", f"{action}: {note}"
         if action is Action.RETRY:
             return _walk(
-                con,
+                unit,
                 entry,
                 states=[S.FAILED_PRE_COMMIT]
                 if entry.state in (S.PREPARING, S.PREPARED)
@@ -140,22 +132,22 @@ def apply(
                 now=now,
             )
         if action is Action.MARK_UNKNOWN:
-            return entries.cas(con, entry, nxt=S.COMMIT_UNKNOWN, actor=actor, note=what, now=now)
+            return unit.cas_entry(entry, nxt=S.COMMIT_UNKNOWN, actor=actor, note=what, now=now)
         if action is Action.MARK_NOT_COMMITTED:
             return _walk(
-                con, entry, states=[S.PREPARED, S.FAILED_PRE_COMMIT], actor=actor, note=what, now=now
+                unit, entry, states=[S.PREPARED, S.FAILED_PRE_COMMIT], actor=actor, note=what, now=now
             )
         if entry.state in (S.COMMIT_UNKNOWN, S.COMMITTING):
-            entry = entries.cas(con, entry, nxt=S.TARGET_COMMITTED, actor=actor, note=what, now=now)
+            entry = unit.cas_entry(entry, nxt=S.TARGET_COMMITTED, actor=actor, note=what, now=now)
         if entry.state is S.TARGET_COMMITTED:
-            entry = entries.cas(con, entry, nxt=S.COMMITTED_INCOMPLETE, actor=actor, note=what, now=now)
+            entry = unit.cas_entry(entry, nxt=S.COMMITTED_INCOMPLETE, actor=actor, note=what, now=now)
     evidence()
-    with warehouse.transaction() as con:
-        return entries.cas(con, _entry(con, operation_id), nxt=S.COMPLETE, actor=actor, note=what, now=now)
+    with store.transaction() as unit:
+        return unit.cas_entry(_entry(unit, operation_id), nxt=S.COMPLETE, actor=actor, note=what, now=now)
 
 
 def _walk(
-    con: duckdb.DuckDBPyConnection,
+    unit: Unit,
     entry: entries.Entry,
     states: list[CommitState],
     actor: str,
@@ -163,12 +155,12 @@ def _walk(
     now: dt.datetime,
 ) -> entries.Entry:
     for state in states:
-        entry = entries.cas(con, entry, nxt=state, actor=actor, note=note, now=now)
+        entry = unit.cas_entry(entry, nxt=state, actor=actor, note=note, now=now)
     return entry
 
 
-def _entry(con: duckdb.DuckDBPyConnection, operation_id: str) -> entries.Entry:
-    entry = entries.get(con, operation_id)
+def _entry(unit: Unit, operation_id: str) -> entries.Entry:
+    entry = unit.journal_entry(operation_id)
     if entry is None:
         raise ReplayError(ErrorCode.USAGE, f"no operation {operation_id[:16]}")
     return entry

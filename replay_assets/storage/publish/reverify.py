@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import duckdb
@@ -32,13 +33,32 @@ class Verdict:
 
 
 def reverify_aggregates(con: duckdb.DuckDBPyConnection) -> Verdict:
-    """Each business date's newest publication, recomputed as of its own load date; one published
-    as of a load date behind the retention horizon (whose state pruning did not keep) is
-    recomputed as of the certified pointer instead: no load date changed its groups since, or a
-    restatement of it would be queued, and a date with a queued restatement is not checked."""
-    latest = query_frame(con, LATEST, ["daily_aggregates"])
-    horizon, current = pruned_through(con), pointer(con) or ""
+    """Each business date's newest publication, recomputed as of its own load date
+    (``aggregates_verdict``)."""
     pending = {str(r[0]) for r in con.execute(PENDING).fetchall()}
+    return aggregates_verdict(
+        query_frame(con, LATEST, ["daily_aggregates"]),
+        horizon=pruned_through(con),
+        current=pointer(con) or "",
+        pending=pending,
+        lines=lambda as_of, dates: lines_for_dates(con, as_of, dates),
+    )
+
+
+def aggregates_verdict(
+    latest: pl.DataFrame,
+    *,
+    horizon: str,
+    current: str,
+    pending: set[str],
+    lines: Callable[[str, list[str]], pl.DataFrame],
+) -> Verdict:
+    """Each business date's newest publication (``latest``: partition key, version, as-of load
+    date, content hash), recomputed from ``lines`` as of its own load date; one published as of a
+    load date behind the retention ``horizon`` (whose state pruning did not keep) is recomputed
+    as of the ``current`` certified pointer instead: no load date changed its groups since, or a
+    restatement of it would be queued, and a date with a ``pending`` restatement is not checked
+    (any engine)."""
     behind = pl.col("as_of_load_date") <= horizon
     latest = latest.filter(~(behind & pl.col("partition_key").is_in(sorted(pending)))).with_columns(
         pl.when(behind).then(pl.lit(current)).otherwise(pl.col("as_of_load_date")).alias("as_of_load_date")
@@ -46,7 +66,7 @@ def reverify_aggregates(con: duckdb.DuckDBPyConnection) -> Verdict:
     reasons = {}
     for (as_of,), group in latest.group_by("as_of_load_date"):
         dates = group["partition_key"].to_list()
-        rows = aggregate_frame(lines_for_dates(con, str(as_of), dates))
+        rows = aggregate_frame(lines(str(as_of), dates))
         for key, digest in group.select("partition_key", "content_sha256").iter_rows():
             if content_sha256(rows.filter(pl.col("business_date") == key), AGG_KEY) != digest:
                 reasons[str(key)] = f"published rows differ from the recomputation as of {as_of}"
@@ -54,30 +74,51 @@ def reverify_aggregates(con: duckdb.DuckDBPyConnection) -> Verdict:
 
 
 def reverify_state(con: duckdb.DuckDBPyConnection, newest: int = 7) -> Verdict:
-    """The newest ``newest`` certified load-date snapshots (each a full-state recomputation):
-    the published content hash and the stored snapshot record (controls, hash) must both equal
-    what history recomputed as of that load date gives; and the latest tables each date builds
-    on must equal each key's newest history row."""
+    """The newest ``newest`` certified load-date snapshots, recomputed (``state_verdict``)."""
     latest = query_frame(con, LATEST, ["current_orders"])
     latest = latest.filter(pl.col("partition_key") > pruned_through(con)).tail(newest)
+
+    def stored(day: str) -> tuple[object, ...] | None:
+        return one(con, "SELECT * EXCLUDE (load_date, row_count) FROM snapshots WHERE load_date = ?", [day])
+
+    return state_verdict(
+        latest,
+        recomputed=lambda day: _recomputed_digest(con, day),
+        controls=lambda day: recomputed_controls(con, day).as_tuple(),
+        stored=stored,
+        differing=newest_rows.differences(con),
+        pointer=pointer(con) or "",
+    )
+
+
+def state_verdict(
+    latest: pl.DataFrame,
+    *,
+    recomputed: Callable[[str], str],
+    controls: Callable[[str], tuple[int, ...]],
+    stored: Callable[[str], Sequence[object] | None],
+    differing: int,
+    pointer: str,
+) -> Verdict:
+    """The certified load-date snapshots of ``latest`` (each a full-state recomputation): the
+    published content hash and the stored snapshot record (``stored``: its controls, then its
+    hash) must both equal what history recomputed as of that load date gives; and the latest
+    tables each date builds on must equal each key's newest history row (``differing`` rows
+    differ; flagged on the ``pointer``'s date, whose state they should be). Any engine."""
     reasons = {}
     for key, digest in latest.select("partition_key", "content_sha256").iter_rows():
         day = str(key)
-        recomputed = _recomputed_digest(con, day)
-        controls = recomputed_controls(con, day).as_tuple()
-        stored = one(con, "SELECT * EXCLUDE (load_date, row_count) FROM snapshots WHERE load_date = ?", [day])
-        if recomputed != digest:
+        expected = controls(day)
+        record = stored(day)
+        if recomputed(day) != digest:
             reasons[day] = "published content hash differs from the recomputation"
-        elif stored is None or stored[-1] != digest:
+        elif record is None or record[-1] != digest:
             reasons[day] = "the snapshot record's hash differs from its publication"
-        elif tuple(stored[:-1]) != controls:
-            reasons[day] = f"stored controls {tuple(stored[:-1])} differ from recomputed {controls}"
-    differing = newest_rows.differences(con)
-    if differing:  # what the next date builds on (``storage/apply/latest.py``): flagged on the
-        # pointer's date, whose state they should be
-        day = pointer(con) or ""
+        elif tuple(record[:-1]) != expected:
+            reasons[day] = f"stored controls {tuple(record[:-1])} differ from recomputed {expected}"
+    if differing:
         found = f"the latest tables differ from history's newest rows by {differing} rows"
-        reasons[day] = f"{reasons[day]}; {found}" if day in reasons else found
+        reasons[pointer] = f"{reasons[pointer]}; {found}" if pointer in reasons else found
     return Verdict(latest.height, sorted(reasons), reasons)
 
 

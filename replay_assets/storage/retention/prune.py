@@ -20,8 +20,8 @@ from replay_assets.storage.db.warehouse import one
 
 PRUNED_THROUGH = "pruned_through"
 # the history tables and the key a newer row supersedes an older one by; constants of this module
-_HISTORY_KEYS = {"order_history": ("order_id", "line_no"), "customer_history": ("customer_id",)}
-_PER_DATE = {
+HISTORY_KEYS = {"order_history": ("order_id", "line_no"), "customer_history": ("customer_id",)}
+PER_DATE = {
     "raw_receipts": "raw_receipts",
     "staged_events": "staged_events",
     "event_registry": "registry_rows",
@@ -51,10 +51,10 @@ def prune_load_date(
     params: dict[str, object] = {"day": day}
     removed = {
         kind: _deleted(con, f"DELETE FROM {table} WHERE load_date = $day", params)
-        for table, kind in _PER_DATE.items()
+        for table, kind in PER_DATE.items()
     }
     history = 0
-    for table, key in _HISTORY_KEYS.items():
+    for table, key in HISTORY_KEYS.items():
         same_key = " AND ".join(f"h.{c} = n.{c}" for c in key)
         history += _deleted(
             con,

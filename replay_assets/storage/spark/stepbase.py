@@ -12,7 +12,6 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from replay_assets.storage.apply.latest import LATEST
-from replay_assets.storage.spark import schema
 from replay_assets.storage.spark.facts import FactsOps
 from replay_assets.storage.spark.frames import to_polars
 
@@ -44,14 +43,7 @@ class StepBase:
         return max((str(d) for d in found if d is not None), default="")
 
     def _sql(self, text: str, **args: Any) -> DataFrame:
-        """``text`` with ``{table}`` naming the warehouse's tables as this unit sees them."""
-        names = {t: self._view(t) for t in schema.schemas() if "{" + t + "}" in text}
-        return self.spark.sql(text.format(**names), args=args)
-
-    def _view(self, table: str) -> str:
-        view = f"_t_{table}"
-        self._table(table).createOrReplaceTempView(view)
-        return view
+        return self.unit.sql(text, **args)
 
     def _keep(self, view: str, frame: DataFrame) -> None:
         """``frame`` computed now and kept as ``view``, unchanged by later writes."""

@@ -40,6 +40,16 @@ class UnitBase:
         found: list[dict[str, Any]] = frame.toArrow().to_pylist()
         return found
 
+    def sql(self, text: str, **args: Any) -> DataFrame:
+        """``text`` with ``{table}`` naming the warehouse's tables as this unit sees them (each a
+        temporary view of this session) and ``:name`` parameters from ``args``."""
+        names = {}
+        for table in schema.schemas():
+            if "{" + table + "}" in text:
+                names[table] = f"_t_{table}"
+                self.frame(table).createOrReplaceTempView(names[table])
+        return self.spark.sql(text.format(**names), args=args)
+
     def append(self, table: str, rows: Sequence[Mapping[str, Any]]) -> None:
         """Append ``rows`` (column to value; a missing column is null) as one commit (none for
         no row: Sail commits nothing for an empty append)."""
