@@ -14,11 +14,14 @@ from typing import Any
 
 import pytest
 
-from replay_assets.core.errors import ReplayError
+from replay_assets.core.config import SloPolicy
+from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.status import PartitionStatus
 from replay_assets.storage.db.apply_steps import DuckDBApplySteps
+from replay_assets.storage.evidence import costs
 from replay_assets.storage.landing import area
 from replay_assets.storage.landing.deliveries import write_delivery
+from replay_assets.storage.publish import exports
 from replay_assets.usecases.context import Pipeline
 from replay_assets.usecases.decide import decide, plan_for
 from replay_assets_tests.helpers import settings_for
@@ -210,16 +213,40 @@ def test_applying_load_dates_certifies_the_same_state_on_every_engine(
                     plans[d3], status=PartitionStatus.BLOCKED_UPSTREAM, reason=reason, now=NOW
                 )
             records.append(_facts(opened, plans, late))
-            found[kind] = {"records": records, "tables": {t: table_rows(opened, t) for t in APPLIED}}
+            records.append(_reports(opened, dates))
+            if kind == "spark":
+                _check_published_copy(opened, tmp_path / kind)
+            records.append(_operated(opened, tmp_path / kind))
+            records.append(_reports(opened, dates))
+            found[kind] = {"records": records, "tables": {t: table_rows(opened, t) for t in OPERATED}}
     duck, spark = found["duckdb"], found["spark"]
     statuses = [r["status"] for r in duck["records"][:12:2]]
     assert statuses == ["APPLIED", "APPLIED", "UNCHANGED", "BLOCKED", "RESTATED", "RESTATED"]
     assert [p["version"] for p in duck["records"][12:14]] == [1, 1]  # both business dates published
     assert spark["records"] == duck["records"]
-    for table in APPLIED:
+    reports, operated = duck["records"][-3], duck["records"][-2]
+    assert all(reports["exports"][t] for t in ("current_orders", "daily_aggregates", "reconciliation"))
+    assert reports["slo"] is not None and reports["slos"][0] and reports["totals"]
+    assert [(v.checked > 0, v.mismatched) for v in reports["reverified"]] == [(True, [])] * 2
+    assert (
+        operated["pruned"][1]["history_rows"] > 0 and operated["behind"] == ErrorCode.BEHIND_HORIZON
+    )  # the pruning removed superseded rows
+    for table in OPERATED:
         assert spark["tables"][table] == duck["tables"][table], table
 
 
+OPERATED = (
+    *APPLIED,
+    "reconciliation",
+    "costs",
+    "batch_resolutions",
+    "batch_relandings",
+    "backfills",
+    "pruned_load_dates",
+    "event_registry",
+    "source_records",
+)
+POLICY = SloPolicy()
 _AT = {"first_date": "2026-01-02", "run_id": "run-1", "now": NOW}
 
 
@@ -265,3 +292,72 @@ def _facts(opened: Any, plans: dict[str, Any], late: Any) -> dict[str, Any]:
             unit.require_landed(unlanded)
         found["refused"] = (refused.value.code, str(refused.value))
     return found
+
+
+def _reports(opened: Any, dates: list[str]) -> dict[str, Any]:
+    """What the use cases report from a reader's unit: exports, status, reconciliation, totals,
+    service levels, the next publishing's identity and what it releases, re-verification."""
+    with opened.store.read() as unit:
+        recon = unit.reconciliation_report()
+        for row in recon:  # the statuses' order is the engine's
+            row["statuses"] = sorted(str(row["statuses"]).split(","))
+        return {
+            "exports": {name: unit.export_table(name, None).to_dicts() for name in exports.TABLES},
+            "as_of": unit.export_table("current_orders", "2026-01-04").to_dicts(),
+            "status": unit.status_report(),
+            "reconciliation": recon,
+            "totals": unit.daily_totals("2026-01-01", "2026-01-31"),
+            "slo": unit.slo_for("2026-01-02", POLICY),
+            "slos": [unit.daily_slos(POLICY), unit.daily_slos(POLICY, dates[:1])],
+            "run_costs": unit.run_costs("run-3", "land"),
+            "publishing": [unit.publish_operation(dates), unit.pending_groups()],
+            "reverified": [unit.reverify_state(), unit.reverify_aggregates()],
+        }
+
+
+def _operated(opened: Any, home: Path) -> dict[str, Any]:
+    """An operator's decisions and the horizon's pruning, in writers' units: a cost, a skip, a
+    relanding, a backfill note, then the two applied load dates pruned."""
+    found: dict[str, Any] = {}
+    with opened.store.transaction() as unit:
+        cost = costs.Cost(cpu_seconds=0.25, wall_seconds=0.5)
+        unit.record_cost(
+            run_id="run-3",
+            step="land",
+            partition_key="2026-01-02",
+            cost=cost,
+            now=NOW,
+            batch_id="B2",
+            events=8,
+        )
+        found["batch"] = [unit.landed_batch("B4"), unit.landed_batch("B-none"), unit.schema_gated("B4")]
+        found["violated"] = [unit.violated_on("B4", "2026-01-04"), unit.violated_on("B2", "2026-01-02")]
+        unit.record_skip("B3", note="not needed", operator="op", now=NOW)
+        unit.record_relanding("B4", "2026-01-04", "sha", violations=0, note="fixed", operator="op", now=NOW)
+        unit.record_backfill(
+            "bf-1", asset="current_orders", first="a", last="b", note="n", operator="op", now=NOW
+        )
+    with opened.store.transaction() as unit:
+        found["pruned"] = [
+            unit.prune_load_date(day, operation_id=f"op-{day}", keep=1, now=NOW)
+            for day in ("2026-01-02", "2026-01-03")
+        ]
+        found["pruned_digest"] = [unit.pruned_digest("2026-01-03"), unit.pruned_digest("2026-01-04")]
+    with opened.store.transaction() as unit:
+        with pytest.raises(ReplayError) as refused:
+            unit.export_table("current_orders", "2026-01-03")
+        found["behind"] = refused.value.code
+    return found
+
+
+def _check_published_copy(opened: Any, home: Path) -> None:
+    """On Delta the published copy is a Delta table per consumer table, equal to its export (in
+    no order: Delta keeps none), written again only when the warehouse moved."""
+    with opened.store.connect() as unit:
+        written = unit.refresh_published_copy(home)
+        assert written == [f"published/{t}" for t in sorted(exports.PUBLISHED)]
+        assert unit.refresh_published_copy(home) == []
+        for table in exports.PUBLISHED:
+            copy = unit.spark.read.format("delta").load(f"{opened.root}/published/{table}")
+            exported = unit.export_table(table, None).to_dicts()
+            assert sorted(unit.rows(copy), key=str) == sorted(exported, key=str), table

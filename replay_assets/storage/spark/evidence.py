@@ -6,9 +6,13 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterable
 
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from replay_assets.core.errors import Violation
 from replay_assets.core.status import PartitionStatus
+from replay_assets.storage.evidence.batches import LANDED_TABLES
+from replay_assets.storage.evidence.costs import Cost
 from replay_assets.storage.spark.unit import UnitBase
 
 
@@ -102,3 +106,115 @@ class EvidenceOps(UnitBase):
             (str(r["step"]), str(r["partition_key"]), int(r["attempt"]), str(r["outcome"]), str(r["detail"]))
             for r in rows
         ]
+
+    def record_cost(
+        self,
+        *,
+        run_id: str | None,
+        step: str,
+        partition_key: str,
+        cost: Cost,
+        now: dt.datetime,
+        batch_id: str | None = None,
+        events: int = 0,
+        bytes_read: int = 0,
+        rows_written: int = 0,
+        candidate_bytes: int = 0,
+    ) -> None:
+        row = {
+            "run_id": run_id,
+            "step": step,
+            "partition_key": partition_key,
+            "batch_id": batch_id,
+            "events": events,
+            "bytes_read": bytes_read,
+            "cpu_seconds": round(cost.cpu_seconds, 6),
+            "wall_seconds": round(cost.wall_seconds, 6),
+            "rows_written": rows_written,
+            "candidate_bytes": candidate_bytes,
+            "recorded_at": now,
+        }
+        self.append("costs", [row])
+
+    def landed_batch(self, batch_id: str) -> tuple[str, str] | None:
+        """The load date and manifest sha256 a landed batch came with, or None."""
+        found = self.rows(self._of_batch("manifests", batch_id).select("load_date", "manifest_sha256"))
+        return (str(found[0]["load_date"]), str(found[0]["manifest_sha256"])) if found else None
+
+    def schema_gated(self, batch_id: str) -> int:
+        """How many of the batch's events the schema gate refused (an undeclared schema version)."""
+        rule = Violation.UNSUPPORTED_SCHEMA_VERSION.value
+        return int(self._of_batch("batch_violations", batch_id).where(F.col("rule") == F.lit(rule)).count())
+
+    def violated_on(self, batch_id: str, load_date: str) -> bool:
+        found = self._of_batch("batch_violations", batch_id).where(F.col("load_date") == F.lit(load_date))
+        return bool(found.limit(1).collect())
+
+    def record_relanding(
+        self,
+        batch_id: str,
+        load_date: str,
+        manifest_sha256: str,
+        *,
+        violations: int,
+        note: str,
+        operator: str,
+        now: dt.datetime,
+    ) -> None:
+        """Record the relanding, then remove the batch's landed rows (``batches.record_relanding``)."""
+        row = {
+            "batch_id": batch_id,
+            "load_date": load_date,
+            "manifest_sha256": manifest_sha256,
+            "violations": violations,
+            "rejected": int(self._of_batch("rejected_events", batch_id).count()),
+            "note": note,
+            "operator": operator,
+            "relanded_at": now,
+        }
+        self.append("batch_relandings", [row])
+        batch = self.spark.createDataFrame([(batch_id,)], "batch_id string")
+        delete = "MERGE INTO {target} t USING {source} s ON t.batch_id = s.batch_id WHEN MATCHED THEN DELETE"
+        for table in LANDED_TABLES:
+            self.merge_frame(table, batch, delete, matches=("batch_id",))
+
+    def record_skip(self, batch_id: str, *, note: str, operator: str, now: dt.datetime) -> None:
+        row = {"batch_id": batch_id, "action": "skip", "note": note, "operator": operator, "resolved_at": now}
+        self.merge(
+            "batch_resolutions", [row], on=("batch_id",), update=("action", "note", "operator", "resolved_at")
+        )
+        batch = self.spark.createDataFrame([(batch_id, "SKIPPED")], "batch_id string, status string")
+        self.merge_frame(
+            "reconciliation",
+            batch,
+            "MERGE INTO {target} t USING {source} s ON t.batch_id = s.batch_id "
+            "WHEN MATCHED THEN UPDATE SET status = s.status",
+            matches=("batch_id",),
+        )
+
+    def record_backfill(
+        self,
+        backfill_id: str,
+        *,
+        asset: str,
+        first: str,
+        last: str,
+        note: str,
+        operator: str,
+        now: dt.datetime,
+    ) -> None:
+        row = {
+            "backfill_id": backfill_id,
+            "asset": asset,
+            "from_partition": first,
+            "to_partition": last,
+            "lane": "backfill",
+            "note": note,
+            "operator": operator,
+            "created_at": now,
+        }
+        update = ("asset", "from_partition", "to_partition", "lane", "note", "operator", "created_at")
+        self.merge("backfills", [row], on=("backfill_id",), update=update)
+
+    def _of_batch(self, table: str, batch_id: str) -> DataFrame:
+        return self.frame(table).where(F.col("batch_id") == F.lit(batch_id))

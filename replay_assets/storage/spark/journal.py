@@ -142,6 +142,18 @@ class JournalOps(UnitBase):
             for r in rows
         ]
 
+    def unfinished_operations(self) -> list[dict[str, Any]]:
+        """Every operation that is not COMPLETE, oldest move first (``entries.unfinished``)."""
+        found = self.frame("operations").where(F.col("state") != F.lit(S.COMPLETE.value))
+        return self.rows(found.select(*entries.UNFINISHED).orderBy("updated_at"))
+
+    def operation_audit(self, operation_id: str) -> list[dict[str, Any]]:
+        """The operation's moves, in version order (``entries.audit_trail``)."""
+        found = self.frame("operation_audit").where(F.col("operation_id") == F.lit(operation_id))
+        columns = ("version", "from_state", "to_state", "actor", "note", "changed_at")
+        moves = found.select(*(F.col(c).alias(a) for c, a in zip(columns, entries.AUDIT, strict=True)))
+        return self.rows(moves.orderBy("version"))
+
     def _audit(
         self,
         operation_id: str,

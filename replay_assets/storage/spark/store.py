@@ -22,16 +22,14 @@ from pyspark.sql import SparkSession
 
 from replay_assets.storage.db.clock import real_now
 from replay_assets.storage.spark import schema
-from replay_assets.storage.spark.apply import ApplyOps
-from replay_assets.storage.spark.evidence import EvidenceOps
-from replay_assets.storage.spark.facts import FactsOps
-from replay_assets.storage.spark.journal import JournalOps
 from replay_assets.storage.spark.landing import LandingOps
+from replay_assets.storage.spark.published import PublishedOps
+from replay_assets.storage.spark.retention import RetentionOps
 from replay_assets.storage.spark.tables import DeltaTables
-from replay_assets.storage.spark.unit import UnitBase
+from replay_assets.storage.unit import Unit
 
 
-class SparkUnit(JournalOps, LandingOps, ApplyOps, FactsOps, EvidenceOps, UnitBase):
+class SparkUnit(PublishedOps, RetentionOps, LandingOps):
     """One fenced transaction or one pinned read of the Delta warehouse."""
 
 
@@ -42,7 +40,7 @@ class SparkStore:
         self.source = "warehouse"
 
     @contextmanager
-    def transaction(self, timeout: float | None = None) -> Iterator[SparkUnit]:
+    def transaction(self, timeout: float | None = None) -> Iterator[Unit]:
         writer = self.tables.begin(f"unit-{uuid.uuid4().hex}", tuple(sorted(schema.schemas())))
         assert writer is not None, "a fresh unit id has never fenced"
         yield SparkUnit(self.tables, writer.snapshot, writer)
@@ -50,10 +48,10 @@ class SparkStore:
             writer.fence(self.clock())
 
     @contextmanager
-    def read(self, timeout: float | None = None) -> Iterator[SparkUnit]:
+    def read(self, timeout: float | None = None) -> Iterator[Unit]:
         yield SparkUnit(self.tables, self.tables.committed(), None)
 
-    def connect(self, timeout: float | None = None) -> AbstractContextManager[SparkUnit]:
+    def connect(self, timeout: float | None = None) -> AbstractContextManager[Unit]:
         return self.read(timeout)
 
     def released(self) -> AbstractContextManager[None]:

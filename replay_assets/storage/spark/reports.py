@@ -1,0 +1,251 @@
+"""What the Spark warehouse reports: the consumer tables (``current_orders`` and
+``current_customers`` as of the certified pointer, ``daily_aggregates`` at each date's newest
+publication: the DuckDB migrations' views as frames), exports, status, reconciliation, costs and
+service levels (the DuckDB adapter's ``publish/exports.py``, ``evidence/costs.py`` and
+``evidence/attempts.py``), each computed by Spark SQL; only the answer comes back."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+from replay_assets.core import retention
+from replay_assets.core.config import SloPolicy
+from replay_assets.core.errors import ErrorCode, ReplayError
+from replay_assets.core.manifest import parse_instant
+from replay_assets.core.slo import Slo, evaluate
+from replay_assets.storage.publish.exports import AS_OF, RECONCILE_SQL, TABLES
+from replay_assets.storage.spark.facts import FactsOps
+from replay_assets.storage.spark.frames import to_polars
+
+# the consumer's columns of each entity's history rows (the DuckDB macros ``orders_as_of`` and
+# ``customers_as_of``): dates as DATE
+_CONSUMER = {
+    "order_history": (
+        ("order_id", "line_no"),
+        (
+            *("order_id", "line_no", "store_id", "customer_id", "product_id"),
+            "CAST(business_date AS DATE) AS business_date",
+            *("quantity", "amount_minor", "cost_minor", "status", "version", "source_seq"),
+            "CAST(load_date AS DATE) AS load_date",
+        ),
+    ),
+    "customer_history": (
+        ("customer_id",),
+        (
+            *("customer_id", "name", "segment", "status", "version", "source_seq"),
+            "CAST(load_date AS DATE) AS load_date",
+        ),
+    ),
+}
+_ENTITY = {"current_orders": "order_history", "current_customers": "customer_history"}
+_ORDER = {"current_orders": ("order_id", "line_no"), "current_customers": ("customer_id",)}
+# exports read a table whole, in the DuckDB adapter's order, without the columns it leaves out
+_EXPORTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "publications": (("asset", "partition_key", "version"), ()),
+    "raw_receipts": (("load_date", "batch_id", "line_number"), ("payload",)),
+    "rejected_events": (("load_date", "batch_id", "line_number"), ()),
+    "reconciliation": (("load_date", "batch_id"), ()),
+    "source_records": (("load_date", "batch_id", "record_number"), ("envelope",)),
+    "upcast_events": (("load_date", "batch_id", "source_file", "schema_version"), ()),
+    "partition_status": (("asset", "partition_key"), ()),
+}
+_AGGREGATES = (
+    *("store_id", "CAST(business_date AS DATE) AS business_date", "order_count", "line_count", "units"),
+    *("amount_minor", "cost_minor", "gross_profit_minor", "publication_version"),
+    *("CAST(as_of_load_date AS DATE) AS as_of_load_date", "certified_at"),
+)
+BATCH_COSTS = """
+WITH landing AS (
+    SELECT batch_id, sum(bytes_read) AS bytes_read, sum(cpu_seconds) AS cpu, sum(wall_seconds) AS wall,
+           sum(rows_written) AS rows_written
+    FROM {costs} WHERE step = 'land' AND batch_id IS NOT NULL GROUP BY batch_id
+), applying AS (
+    SELECT partition_key AS load_date, max_by(cpu_seconds, recorded_at) AS cpu,
+           max_by(wall_seconds, recorded_at) AS wall
+    FROM {costs} WHERE step = 'apply' GROUP BY partition_key
+), batches AS (
+    SELECT load_date, batch_id, source_events, accepted, rejected, skipped_duplicate, skipped_stale, status,
+           source_events / nullif(sum(CASE WHEN status <> 'SKIPPED' THEN source_events END)
+               OVER (PARTITION BY load_date), 0) AS share
+    FROM {reconciliation}
+)
+SELECT b.load_date, b.batch_id, b.status, b.source_events, b.accepted, b.rejected, b.skipped_duplicate,
+       b.skipped_stale, coalesce(l.bytes_read, 0) AS bytes_read,
+       round(coalesce(l.cpu, 0), 6) AS land_cpu_seconds, round(coalesce(l.wall, 0), 6) AS land_wall_seconds,
+       round(CASE WHEN b.status <> 'SKIPPED' THEN a.cpu * b.share END, 6) AS apply_cpu_seconds,
+       round(CASE WHEN b.status <> 'SKIPPED' THEN a.wall * b.share END, 6) AS apply_wall_seconds,
+       coalesce(l.rows_written, 0) + b.accepted AS rows_written,
+       'share of its load date by source events' AS apply_basis
+FROM batches b LEFT JOIN landing l ON l.batch_id = b.batch_id
+LEFT JOIN applying a ON a.load_date = b.load_date
+ORDER BY b.load_date, b.batch_id"""
+# the inputs of load dates that count (``attempts.CONTRIBUTING``)
+CONTRIBUTING = """
+    SELECT max(m.ready_at) AS ready_at, coalesce(sum(m.source_events), 0) AS declared,
+           coalesce(sum(CASE WHEN r.status <> 'SKIPPED' THEN m.source_events END), 0) AS landed
+    FROM {manifests} m JOIN {reconciliation} r ON r.batch_id = m.batch_id
+    WHERE m.load_date = :day AND r.status <> 'BLOCKED'"""
+# ``attempts.DAILY_SLOS`` with its correlated subqueries as joins
+DAILY_SLOS = """
+WITH fed AS (
+    SELECT q.business_date, q.load_date, q.released_at
+    FROM {restatement_queue} q LEFT SEMI JOIN {load_dates} d ON d.load_date = q.load_date
+    WHERE __DAYS__
+), newest AS (
+    SELECT business_date, max(load_date) AS load_date FROM fed GROUP BY business_date
+), certified AS (
+    SELECT f.business_date, n.load_date, bool_and(f.released_at IS NOT NULL) AS released,
+           max(f.released_at) AS certified_at
+    FROM fed f JOIN newest n ON f.business_date = n.business_date AND f.load_date = n.load_date
+    GROUP BY f.business_date, n.load_date
+), inputs AS (
+    SELECT f.business_date, max(m.ready_at) AS ready_at, coalesce(sum(m.source_events), 0) AS declared,
+           coalesce(sum(CASE WHEN r.status <> 'SKIPPED' THEN m.source_events END), 0) AS landed
+    FROM (SELECT DISTINCT business_date, load_date FROM fed) f
+    JOIN {manifests} m ON m.load_date = f.load_date JOIN {reconciliation} r ON r.batch_id = m.batch_id
+    WHERE r.status <> 'BLOCKED'
+    GROUP BY f.business_date
+), runs AS (
+    SELECT c.business_date, max_by(p.run_id, p.version) AS run_id
+    FROM certified c JOIN {publications} p
+      ON p.asset = 'current_orders' AND p.partition_key = c.load_date AND p.certified_at <= c.certified_at
+    GROUP BY c.business_date
+), starts AS (
+    SELECT run_id, min(recorded_at) AS started FROM {step_attempts} GROUP BY run_id
+)
+SELECT c.business_date, c.load_date, c.certified_at, i.ready_at, i.declared, i.landed, s.started
+FROM certified c JOIN inputs i ON i.business_date = c.business_date
+LEFT JOIN runs u ON u.business_date = c.business_date LEFT JOIN starts s ON s.run_id = u.run_id
+WHERE c.released
+ORDER BY c.business_date"""
+
+
+class ReportOps(FactsOps):
+    def consumer_frame(self, name: str, as_of: str | None = None) -> DataFrame:
+        """A consumer table: ``current_orders``/``current_customers`` as of ``as_of`` (the
+        certified pointer by default), or ``daily_aggregates``."""
+        if name == "daily_aggregates":
+            published = self.frame("publications").where(F.col("asset") == F.lit("daily_aggregates"))
+            newest = published.groupBy(F.col("partition_key").alias("business_date")).agg(
+                F.max("version").alias("publication_version")
+            )
+            versions = self.frame("aggregate_versions")
+            return versions.join(newest, ["business_date", "publication_version"], "left_semi").selectExpr(
+                *_AGGREGATES
+            )
+        history = _ENTITY[name]
+        key, columns = _CONSUMER[history]
+        day = as_of if as_of is not None else self.certified_pointer() or ""
+        rows = self.frame(history).where(F.col("load_date") <= F.lit(day))
+        newest_first = Window.partitionBy(*key).orderBy(F.col("load_date").desc())
+        ranked = rows.withColumn("_n", F.row_number().over(newest_first)).where(F.col("_n") == 1)
+        return ranked.selectExpr(*columns)
+
+    def export_table(self, name: str, as_of: str | None) -> pl.DataFrame:
+        """A table for ``replay-assets export`` (``exports.table``: the same names and refusals)."""
+        if as_of is not None:
+            if name not in AS_OF:
+                raise ReplayError(ErrorCode.USAGE, f"--as-of applies to {', '.join(AS_OF)}, not {name}")
+            behind = retention.refusal(as_of, self.pruned_through(), "the state as of")
+            if behind:
+                raise ReplayError(ErrorCode.BEHIND_HORIZON, behind)
+            return to_polars(self.consumer_frame(name, as_of).orderBy(*_ORDER[name]))
+        if name not in TABLES:
+            raise ReplayError(ErrorCode.USAGE, f"unknown table {name}")
+        return to_polars(self.export_frame(name))
+
+    def export_frame(self, name: str) -> DataFrame:
+        """A table of ``exports.TABLES`` as a frame, in the DuckDB adapter's order."""
+        if name in _ORDER:
+            return self.consumer_frame(name).orderBy(*_ORDER[name])
+        if name == "daily_aggregates":
+            return self.consumer_frame(name).orderBy("business_date", "store_id")
+        order, left_out = _EXPORTS[name]
+        return self.frame(name).drop(*left_out).orderBy(*order)
+
+    def status_report(self) -> dict[str, list[dict[str, object]]]:
+        """Partition status with the last good version, failed candidates and cost evidence."""
+        candidates = self.frame("candidates").select(
+            ["asset", "partition_key", "as_of_load_date", "reason", "rows_path", "rows_bytes", "created_at"]
+        )
+        return {
+            "partitions": self.rows(self.frame("partition_status").orderBy("asset", "partition_key")),
+            "candidates": self.rows(candidates.orderBy("created_at")),
+            "costs": self.rows(self.frame("costs").orderBy("recorded_at", "step", "partition_key")),
+            "batch_costs": self.batch_costs(),
+        }
+
+    def batch_costs(self) -> list[dict[str, object]]:
+        return self.rows(self.sql(BATCH_COSTS))
+
+    def reconciliation_report(self) -> list[dict[str, Any]]:
+        return self.rows(self.sql(RECONCILE_SQL.replace("FROM reconciliation", "FROM {reconciliation}")))
+
+    def daily_totals(self, first: str, last: str) -> list[dict[str, Any]]:
+        """Certified totals per business date over all stores."""
+        day = F.col("business_date").cast("string")
+        found = self.consumer_frame("daily_aggregates").where(day.between(F.lit(first), F.lit(last)))
+        totals = found.groupBy(day.alias("business_date")).agg(
+            F.sum("order_count").alias("order_count"),
+            F.sum("amount_minor").alias("amount_minor"),
+            F.sum("gross_profit_minor").alias("gross_profit_minor"),
+        )
+        return self.rows(totals.orderBy("business_date"))
+
+    def run_costs(self, run_id: str, step: str) -> dict[str, float]:
+        """Totals of one step of one run (``costs.run_costs``)."""
+        found = self.frame("costs").where((F.col("run_id") == F.lit(run_id)) & (F.col("step") == F.lit(step)))
+        row = found.agg(
+            F.count(F.lit(1)).alias("cost_records"),
+            *(F.coalesce(F.sum(c), F.lit(0)).alias(c) for c in ("events", "bytes_read")),
+            *(F.round(F.coalesce(F.sum(c), F.lit(0.0)), 3).alias(c) for c in ("cpu_seconds", "wall_seconds")),
+            *(F.coalesce(F.sum(c), F.lit(0)).alias(c) for c in ("rows_written", "candidate_bytes")),
+        ).collect()[0]
+        return {name: float(value) for name, value in row.asDict().items()}
+
+    def slo_for(self, load_date: str, policy: SloPolicy) -> Slo | None:
+        """The service levels of the load date's delivery: its first certification."""
+        first = self.frame("publications").where(
+            (F.col("asset") == F.lit("current_orders")) & (F.col("partition_key") == F.lit(load_date))
+        )
+        published = self.rows(first.orderBy("version").limit(1))
+        if not published:
+            return None
+        inputs = self.rows(self.sql(CONTRIBUTING, day=load_date))[0]
+        if inputs["ready_at"] is None:
+            return None
+        attempts = self.frame("step_attempts").where(F.col("run_id") == F.lit(published[0]["run_id"]))
+        started = attempts.agg(F.min("recorded_at").alias("s")).collect()[0]["s"]
+        return evaluate(
+            policy,
+            load_date,
+            certified_at=published[0]["certified_at"],
+            ready_at=parse_instant(str(inputs["ready_at"]), "ready_at"),
+            run_started_at=started,
+            declared_events=int(inputs["declared"]),
+            landed_events=int(inputs["landed"]),
+        )
+
+    def daily_slos(
+        self, policy: SloPolicy, business_dates: list[str] | None = None
+    ) -> dict[str, tuple[Slo, str]]:
+        """Per certified business date: its service levels and the load date that last fed it."""
+        days = "true" if business_dates is None else "array_contains(:days, q.business_date)"
+        args = {} if business_dates is None else {"days": list(business_dates)}
+        out = {}
+        for r in self.rows(self.sql(DAILY_SLOS.replace("__DAYS__", days), **args)):
+            slo = evaluate(
+                policy,
+                str(r["load_date"]),
+                certified_at=r["certified_at"],
+                ready_at=parse_instant(str(r["ready_at"]), "ready_at"),
+                run_started_at=r["started"],
+                declared_events=int(r["declared"]),
+                landed_events=int(r["landed"]),
+            )
+            out[str(r["business_date"])] = (slo, str(r["load_date"]))
+        return out
