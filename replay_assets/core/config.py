@@ -94,6 +94,17 @@ class Settings:
     # installed into the Dagster home; None: whatever that home holds, the project's embedded
     # default (SQLite) when it holds none
     dagster_yaml: Path | None = None
+    # REPLAY_ASSETS_WAREHOUSE: the warehouse's engine (SPEC 10 "Scale-out"): "duckdb", the embedded
+    # default, or "spark": Delta tables through Spark Connect at REPLAY_ASSETS_SPARK_REMOTE
+    # ("local" starts an embedded Sail server), under REPLAY_ASSETS_DELTA_ROOT (any URI the engine
+    # reaches; default the home's ``delta`` folder)
+    warehouse: str = "duckdb"
+    spark_remote: str = "local"
+    delta_root: str | None = None
+
+    @property
+    def delta_uri(self) -> str:
+        return self.delta_root or str((self.home / "delta").resolve())
 
     @property
     def landing(self) -> Path:
@@ -206,7 +217,25 @@ def _settings(env: Mapping[str, str], root: Path, cfg: dict[str, Any]) -> Settin
         upcasters=parse_upcasters(cfg.get("upcasters", {})),
         debezium=parse_mappings(cfg.get("debezium", {})),
         dagster_yaml=Path(named) if (named := env.get("REPLAY_ASSETS_DAGSTER_YAML")) else None,
+        warehouse=_engine(env.get("REPLAY_ASSETS_WAREHOUSE", cfg.get("warehouse", "duckdb"))),
+        spark_remote=_remote(env.get("REPLAY_ASSETS_SPARK_REMOTE", cfg.get("spark_remote", "local"))),
+        delta_root=env.get("REPLAY_ASSETS_DELTA_ROOT", cfg.get("delta_root")) or None,
     )
+
+
+ENGINES = ("duckdb", "spark")
+
+
+def _engine(value: Any) -> str:
+    if value not in ENGINES:
+        raise ValueError(f"warehouse is not one of {', '.join(ENGINES)}")
+    return str(value)
+
+
+def _remote(value: Any) -> str:
+    if not isinstance(value, str) or not (value == "local" or value.startswith("sc://")):
+        raise ValueError("spark_remote is neither local nor an sc://HOST:PORT address")
+    return value
 
 
 def _retention(value: Any) -> int:

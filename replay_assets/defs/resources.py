@@ -38,6 +38,9 @@ class ReplayResource(dg.ConfigurableResource):  # type: ignore[type-arg]
     upcasters_json: str = "{}"
     debezium_json: str = "{}"
     dagster_yaml: str | None = None
+    warehouse: str = "duckdb"
+    spark_remote: str = "local"
+    delta_root: str | None = None
 
     @classmethod
     def for_settings(cls, s: Settings) -> "ReplayResource":
@@ -61,6 +64,9 @@ class ReplayResource(dg.ConfigurableResource):  # type: ignore[type-arg]
             ),
             debezium_json=json.dumps({src: m.declaration() for src, m in s.debezium.items()}),
             dagster_yaml=str(s.dagster_yaml) if s.dagster_yaml is not None else None,
+            warehouse=s.warehouse,
+            spark_remote=s.spark_remote,
+            delta_root=s.delta_root,
         )
 
     def settings(self) -> Settings:
@@ -82,6 +88,9 @@ class ReplayResource(dg.ConfigurableResource):  # type: ignore[type-arg]
             upcasters=parse_upcasters(json.loads(self.upcasters_json)),
             debezium=parse_mappings(json.loads(self.debezium_json)),
             dagster_yaml=Path(self.dagster_yaml) if self.dagster_yaml is not None else None,
+            warehouse=self.warehouse,
+            spark_remote=self.spark_remote,
+            delta_root=self.delta_root,
         )
 
     def pipeline(self) -> Pipeline:

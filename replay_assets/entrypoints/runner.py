@@ -152,7 +152,7 @@ def run_pending(
     tried: set[str] = set()
     resource = ReplayResource.for_settings(pipeline.settings)
     while len(summary.runs) < max_runs:
-        with pipeline.warehouse.hold():
+        with pipeline.store.hold():
             requests = [
                 (name, rr)
                 for name in SENSORS
@@ -163,7 +163,7 @@ def run_pending(
             return summary
         name, request = fresh[0]
         tried.add(str(request.run_key))
-        with pipeline.warehouse.hold():  # one warehouse connection for the run (not one a transaction)
+        with pipeline.store.hold():  # one warehouse connection for the run (not one a transaction)
             run = _execute(defs, instance, sensor_name=name, request=request, progress=progress)
         summary.runs.append(run)
     return summary

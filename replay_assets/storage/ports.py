@@ -76,6 +76,11 @@ class Store(Protocol):
         """A reader's unit: the last committed state; every write is refused."""
         ...
 
+    def hold(self, timeout: float | None = None) -> AbstractContextManager[None]:
+        """Keep what opening the warehouse costs (DuckDB: the writer lock and one connection)
+        for the body; re-entrant. An engine whose units cost nothing to open holds nothing."""
+        ...
+
     def released(self) -> AbstractContextManager[None]:
         """Give this thread's hold of the writer lock up for the body (the journal's steps lock
         one at a time)."""

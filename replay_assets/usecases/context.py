@@ -30,7 +30,7 @@ class Pipeline:
         self.warehouse: ports.WarehouseWriter = writer or Warehouse(settings.home, timeout)
         copy = settings.home / "published.duckdb"  # answers readers while a writer holds the warehouse
         self.reader: ports.WarehouseReader = reader or WarehouseReader(settings.home, timeout, fallback=copy)
-        self.store: ports.Store = store or DuckDBStore(self.warehouse, self.reader)
+        self.store: ports.Store = store or _store(settings, self.warehouse, self.reader)
 
     def doing(self, use_case: str, partition: str, run_id: str | None) -> AbstractContextManager[None]:
         """Note what this writer does, for readers that cannot open the warehouse meanwhile."""
@@ -47,3 +47,13 @@ class Pipeline:
             self.clock.sleep(seconds)
         else:
             sleep_real(seconds)
+
+
+def _store(settings: Settings, writer: ports.WarehouseWriter, reader: ports.WarehouseReader) -> ports.Store:
+    """The warehouse engine the settings name: DuckDB in the home, or Delta through Spark Connect
+    (imported only then: the ``spark`` extra)."""
+    if settings.warehouse == "spark":
+        from replay_assets.storage.spark.connect import spark_store
+
+        return spark_store(settings.spark_remote, settings.delta_uri)
+    return DuckDBStore(writer, reader)

@@ -208,6 +208,9 @@ def test_applying_load_dates_certifies_the_same_state_on_every_engine(
             with opened.store.transaction() as unit:  # the restatement of every date they changed
                 published = unit.publish_aggregates(tmp_path / kind, dates=dates, run_id="run-2", now=NOW)
                 records += [p.to_record() for p in published]
+                started = NOW - dt.timedelta(minutes=3)  # the run that applied: the SLOs' duration
+                attempt = {"step": "apply", "attempt": 1, "outcome": "STARTED", "detail": "", "now": started}
+                unit.record_step_attempt("run-1", partition_key="2026-01-02", **attempt)
                 reason = "the source is not ready"
                 unit.record_attempt(
                     plans[d3], status=PartitionStatus.BLOCKED_UPSTREAM, reason=reason, now=NOW
@@ -226,7 +229,7 @@ def test_applying_load_dates_certifies_the_same_state_on_every_engine(
     assert spark["records"] == duck["records"]
     reports, operated = duck["records"][-3], duck["records"][-2]
     assert all(reports["exports"][t] for t in ("current_orders", "daily_aggregates", "reconciliation"))
-    assert reports["slo"] is not None and reports["slos"][0] and reports["totals"]
+    assert reports["slo"].duration_minutes == 3 and reports["slos"][0] and reports["totals"]
     assert [(v.checked > 0, v.mismatched) for v in reports["reverified"]] == [(True, [])] * 2
     assert (
         operated["pruned"][1]["history_rows"] > 0 and operated["behind"] == ErrorCode.BEHIND_HORIZON

@@ -54,6 +54,9 @@ class DuckDBStore:
         with self.reader.read(timeout) as con:
             yield DuckDBUnit(con)
 
+    def hold(self, timeout: float | None = None) -> AbstractContextManager[None]:
+        return self.writer.hold(timeout)
+
     def released(self) -> AbstractContextManager[None]:
         return self.writer.released()
 

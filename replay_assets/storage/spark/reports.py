@@ -219,7 +219,7 @@ class ReportOps(FactsOps):
         if inputs["ready_at"] is None:
             return None
         attempts = self.frame("step_attempts").where(F.col("run_id") == F.lit(published[0]["run_id"]))
-        started = attempts.agg(F.min("recorded_at").alias("s")).collect()[0]["s"]
+        started = self.rows(attempts.agg(F.min("recorded_at").alias("s")))[0]["s"]
         return evaluate(
             policy,
             load_date,

@@ -54,5 +54,8 @@ class SparkStore:
     def connect(self, timeout: float | None = None) -> AbstractContextManager[Unit]:
         return self.read(timeout)
 
+    def hold(self, timeout: float | None = None) -> AbstractContextManager[None]:
+        return nullcontext()  # a unit opens nothing that a hold could keep
+
     def released(self) -> AbstractContextManager[None]:
         return nullcontext()
