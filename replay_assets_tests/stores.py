@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from replay_assets.storage.db.unit import DuckDBStore
+from replay_assets.storage.db.unit import DuckDBStore, DuckDBUnit
 from replay_assets.storage.db.warehouse import Warehouse, WarehouseReader
 
 STORES = ("duckdb", "spark")
@@ -58,9 +58,16 @@ def open_store(request: pytest.FixtureRequest, kind: str, tmp_path: Path) -> Ite
 
 def table_rows(opened: Opened, table: str) -> list[tuple[object, ...]]:
     """Every row of ``table`` as a reader of ``opened`` sees it, sorted (None first)."""
-    with opened.store.read() as unit:
-        if opened.kind == "duckdb":
-            found = [tuple(r) for r in unit.con.execute(f'SELECT * FROM "{table}"').fetchall()]
-        else:
-            found = [tuple(r.values()) for r in unit.rows(unit.frame(table))]
+    found = [tuple(r.values()) for r in store_rows(opened.store, table)]
     return sorted(found, key=lambda row: [(v is not None, str(v)) for v in row])
+
+
+def store_rows(store: Any, table: str) -> list[dict[str, object]]:
+    """Every row of a warehouse ``table`` as a reader of ``store`` (either engine) sees it."""
+    with store.read() as unit:
+        if isinstance(unit, DuckDBUnit):
+            cursor = unit.con.execute(f'SELECT * FROM "{table}"')
+            names = [d[0] for d in cursor.description]
+            return [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
+        found: list[dict[str, object]] = unit.rows(unit.frame(table))
+        return found

@@ -1,5 +1,5 @@
-"""The use cases over each warehouse adapter (``replay_assets_tests/adapters.py``; DuckDB's
-set-based fold today) equal the pure reference pipeline
+"""The use cases over each warehouse engine (DuckDB in the home; Delta tables on the tests' Sail
+server through the Spark adapter) equal the pure reference pipeline
 (:func:`replay_assets.core.state.apply_load_date` folded day by day) on random CDC streams:
 shuffled, duplicated, cut into consecutive load dates, deletes and stale versions included.
 
@@ -10,13 +10,17 @@ be rejected (malformed, missing or unknown fields, business date out of range) a
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import polars as pl
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -26,9 +30,9 @@ from replay_assets.core.events import ValidationContext
 from replay_assets.core.state import Batch, Counts, Row, apply_load_date
 from replay_assets.storage.landing.deliveries import write_delivery
 from replay_assets.usecases.context import Pipeline
-from replay_assets_tests.adapters import ADAPTERS
 from replay_assets_tests.core.strategies import deliveries, histories, truth
 from replay_assets_tests.helpers import drive, settings_for
+from replay_assets_tests.stores import make_store, store_rows
 
 NOW = "2026-03-01T00:00:00Z"
 SOURCE = "erp"
@@ -127,38 +131,61 @@ def reference_final(rows: dict[Key, Row]) -> dict[Key, Final]:
     return out
 
 
-def run_storage(home: Path, days: list[list[str]], adapter: str = "duckdb") -> tuple[Pipeline, list[str]]:
+@contextmanager
+def run_storage(home: Path, days: list[list[str]], engine: Engine) -> Iterator[tuple[Pipeline, list[str]]]:
+    """The deliveries written and driven through the use cases on ``engine`` (DuckDB in the
+    home, or Delta tables under it on the tests' Sail server)."""
     settings = settings_for(home, NOW)
-    p = Pipeline(settings, *ADAPTERS[adapter](home, settings.lock_timeout_seconds))
-    for n, (day, lines) in enumerate(zip(load_dates(len(days)), days, strict=True)):
-        write_delivery(p.settings.landing, SOURCE, day, f"b{n}", lines, ready_at(day))
-    return p, drive(p)
+    if engine.kind == "duckdb":
+        p, close = Pipeline(settings), lambda: None
+    else:
+        store, close = make_store(engine.kind, home / "delta", engine.remote)
+        p = Pipeline(
+            dataclasses.replace(settings, warehouse="spark", spark_remote=engine.remote), store=store
+        )
+    try:
+        for n, (day, lines) in enumerate(zip(load_dates(len(days)), days, strict=True)):
+            write_delivery(p.settings.landing, SOURCE, day, f"b{n}", lines, ready_at(day))
+        yield p, drive(p)
+    finally:
+        close()
 
 
 def storage_views(p: Pipeline, last: str) -> dict[str, list[tuple[Any, ...]]]:
-    fields = ", ".join(IMAGE_FIELDS)
-    queries = {
-        "state": f"""SELECT order_id, line_no, version, status, {fields}, source_seq,
-                            CAST(load_date AS VARCHAR)
-                     FROM orders_as_of(?) ORDER BY order_id, line_no""",
-        "consumer": f"""SELECT order_id, line_no, version, status, {fields}, source_seq,
-                               CAST(load_date AS VARCHAR)
-                        FROM current_orders ORDER BY order_id, line_no""",
-        "reconciliation": """SELECT batch_id, load_date, source_events, accepted, rejected,
-                                    skipped_duplicate, skipped_stale, status
-                             FROM reconciliation ORDER BY batch_id""",
-        "aggregates": """SELECT store_id, CAST(business_date AS VARCHAR), order_count, line_count, units,
-                                amount_minor, cost_minor, gross_profit_minor,
-                                CAST(as_of_load_date AS VARCHAR)
-                         FROM daily_aggregates ORDER BY store_id, business_date""",
-        "snapshot": """SELECT active_lines, distinct_orders, units, amount_minor, cost_minor,
-                              gross_profit_minor, row_count FROM snapshots WHERE load_date = ?""",
-        "pointer": "SELECT value FROM pointers WHERE name = 'published_load_date'",
-        "pending": "SELECT count(*) FROM restatement_queue WHERE released_at IS NULL",
-    }
-    params = {"state": [last], "snapshot": [last]}
-    with p.warehouse.connect() as con:
-        return {name: con.execute(sql, params.get(name, [])).fetchall() for name, sql in queries.items()}
+    """What the warehouse holds, through the port (any engine): the state as of the last load
+    date, the consumer tables, reconciliation, the snapshot record and the pointer."""
+    order = ("order_id", "line_no", "version", "status", *IMAGE_FIELDS, "source_seq", "load_date")
+    recon = ("batch_id", "load_date", "source_events", "accepted", "rejected", "skipped_duplicate")
+    aggregates = (
+        *("store_id", "business_date", "order_count", "line_count", "units"),
+        *("amount_minor", "cost_minor", "gross_profit_minor", "as_of_load_date"),
+    )
+    snapshot = ("active_lines", "distinct_orders", "units", "amount_minor", "cost_minor")
+
+    def rows(frame: pl.DataFrame, columns: tuple[str, ...]) -> list[tuple[Any, ...]]:
+        dates = [pl.col(c).cast(pl.String) for c in columns if frame.schema[c] == pl.Date]
+        return frame.with_columns(dates).select(columns).rows()
+
+    with p.store.read() as unit:
+        aggregated = unit.export_table("daily_aggregates", None).sort("store_id", "business_date")
+        return {
+            "state": rows(unit.export_table("current_orders", last), order),
+            "consumer": rows(unit.export_table("current_orders", None), order),
+            "reconciliation": rows(
+                unit.export_table("reconciliation", None).sort("batch_id"),
+                (*recon, "skipped_stale", "status"),
+            ),
+            "aggregates": rows(aggregated, aggregates),
+            "snapshot": [
+                r[:-1]
+                for r in rows(
+                    pl.DataFrame(store_rows(p.store, "snapshots")).filter(pl.col("load_date") == last),
+                    (*snapshot, "gross_profit_minor", "row_count", "load_date"),
+                )
+            ],
+            "pointer": [(unit.certified_pointer(),)],
+            "pending": [(len(unit.pending_groups()),)],
+        }
 
 
 def as_final(rows: list[tuple[Any, ...]]) -> dict[Key, Final]:
@@ -169,14 +196,34 @@ def as_final(rows: list[tuple[Any, ...]]) -> dict[Key, Final]:
     return out
 
 
-@pytest.mark.parametrize("adapter", sorted(ADAPTERS))
+@dataclasses.dataclass(frozen=True)
+class Engine:
+    kind: str
+    remote: str = ""  # the Sail server's address, for Spark
+
+
 @settings(
     max_examples=14,  # CI draws new ones every run (suite budget)
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 @given(st.data())
-def test_storage_pipeline_equals_the_reference_pipeline(adapter: str, data: st.DataObject) -> None:
+def test_storage_pipeline_equals_the_reference_pipeline(data: st.DataObject) -> None:
+    _equals_the_reference(Engine("duckdb"), data)
+
+
+@pytest.mark.slow
+@settings(
+    max_examples=6,  # each load date is a few seconds on a local Sail server (suite budget)
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(st.data())
+def test_the_spark_adapter_equals_the_reference_pipeline(sail: str, data: st.DataObject) -> None:
+    _equals_the_reference(Engine("spark", sail), data)
+
+
+def _equals_the_reference(engine: Engine, data: st.DataObject) -> None:
     history = data.draw(histories(), label="history")
     days = data.draw(deliveries(history), label="days")
     for line in data.draw(st.lists(st.sampled_from(JUNK), max_size=2), label="junk"):
@@ -184,15 +231,16 @@ def test_storage_pipeline_equals_the_reference_pipeline(adapter: str, data: st.D
         day.insert(data.draw(st.integers(0, len(day)), label="junk position"), line)
     home = Path(tempfile.mkdtemp(prefix="replay-assets-ref-"))
     try:
-        p, done = run_storage(home, days, adapter)
         dates = load_dates(len(days))
         last = dates[-1]
+        with run_storage(home, days, engine) as (p, done):
+            got = storage_views(p, last)
+            assert drive(p) == []  # replaying the run is a no-op
         ctx = ValidationContext(
             dt.date.fromisoformat(p.settings.business_date_start),
             p.settings.business_date_end(p.now()),
         )
         ref_rows, ref_counts = reference(days, ctx)
-        got = storage_views(p, last)
 
         # every load date applied, in order, and the consumer pointer at the last one
         assert [d for d in done if d.startswith("apply")] == [f"apply {d}: APPLIED" for d in dates]
@@ -258,8 +306,5 @@ def test_storage_pipeline_equals_the_reference_pipeline(adapter: str, data: st.D
                 len(ref_rows),
             )
         ]
-
-        # replaying the run is a no-op
-        assert drive(p) == []
     finally:
         shutil.rmtree(home, ignore_errors=True)
