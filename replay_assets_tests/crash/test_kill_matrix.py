@@ -42,8 +42,11 @@ def session(home: Path, now: str) -> Session:
     return Session(settings_for(home, now), home / "dagster")
 
 
-def seed000_move(home: Path) -> str:
-    s = session(home, seed000.NOW)
+Opener = Callable[[Path, str], Session]
+
+
+def seed000_move(home: Path, open_session: Opener = session) -> str:
+    s = open_session(home, seed000.NOW)
     seed000.deliver(s.settings.landing, "initial")
     s.run()
     s.close()
@@ -60,8 +63,8 @@ def seed001_batch(home: Path) -> str:
     return seed001.NOW
 
 
-def late_restatement_publish(home: Path) -> str:
-    s = session(home, seed002.NOW)
+def late_restatement_publish(home: Path, open_session: Opener = session) -> str:
+    s = open_session(home, seed002.NOW)
     seed002.deliver_shuffled(s.settings.landing)
     s.run()
     seed002.deliver_replay_and_late(s.settings.landing)
