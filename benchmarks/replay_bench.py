@@ -105,18 +105,25 @@ def probe_status(home: Path, env: dict[str, str]) -> Probe:
 
 
 def run_pipeline(
-    home: Path, now: str, case: str, events: int, profile: str | None = None, probe_every: float = 0
+    home: Path,
+    now: str,
+    case: str,
+    events: int,
+    profile: str | None = None,
+    probe_every: float = 0,
+    engine: dict[str, str] | None = None,
 ) -> Measured:
     """``replay-assets run --home H`` as a child process; wall time and the tree's peak RSS.
     ``profile``: a folder for py-spy's raw stacks of the run (py-spy on PATH; figures then
     include its overhead). ``probe_every``: run ``status --json`` every that many seconds
-    while the run goes on, recording how long each took and what it said."""
+    while the run goes on, recording how long each took and what it said. ``engine``: the
+    warehouse settings (``REPLAY_ASSETS_WAREHOUSE``...) of the run."""
     command = [str(Path(sys.executable).parent / "replay-assets"), "run", "--home", str(home)]
     if profile:
         out = Path(profile) / f"{case}.txt"
         out.parent.mkdir(parents=True, exist_ok=True)
         command = ["py-spy", "record", "-r", "50", "-f", "raw", "-o", str(out), "--", *command]
-    env = {**os.environ, "REPLAY_ASSETS_NOW": now}
+    env = {**os.environ, **(engine or {}), "REPLAY_ASSETS_NOW": now}
     started = time.monotonic()
     child = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     peaks: dict[int, int] = {}
@@ -201,6 +208,30 @@ def verify(home: Path, con: duckdb.DuckDBPyConnection) -> list[str]:
     return problems
 
 
+def verify_exports(home: Path, con: duckdb.DuckDBPyConnection, env: dict[str, str]) -> list[str]:
+    """Differences between the consumer tables ``replay-assets export`` writes (any engine) and
+    the reference (empty: equal)."""
+    columns = {
+        "current_orders": "*",
+        "current_customers": "*",
+        "daily_aggregates": "store_id, business_date, order_count, line_count, units, amount_minor, "
+        "cost_minor, gross_profit_minor",
+    }
+    references = {"current_orders": "ref_orders", "current_customers": "ref_customers"}
+    problems = []
+    for name, selected in columns.items():
+        out = home.parent / f"export-{name}.parquet"
+        command = [str(Path(sys.executable).parent / "replay-assets"), "export", name, "--home", str(home)]
+        subprocess.run([*command, "--format", "parquet", "--output", str(out)], env=env, check=True)
+        exported = f"SELECT {selected} FROM read_parquet('{out}')"
+        reference = f"SELECT {selected} FROM {references.get(name, 'ref_aggregates')}"
+        for left, right in ((exported, reference), (reference, exported)):
+            missing = con.execute(f"SELECT count(*) FROM ({left} EXCEPT ALL {right})").fetchall()[0][0]
+            if missing:
+                problems.append(f"{name}: {missing} rows of one side missing from the other")
+    return problems
+
+
 class Bench:
     def __init__(
         self,
@@ -209,8 +240,10 @@ class Bench:
         profile: str | None = None,
         probe_every: float = 0,
         peer_shape: bool = False,
+        engine: dict[str, str] | None = None,
     ) -> None:
         self.home = home
+        self.engine = engine or {}
         self.profile = profile
         self.probe_every = probe_every
         self.seed = seed
@@ -282,7 +315,9 @@ class Bench:
 
     def measure(self, case: str, events: int, with_reference: bool = True) -> Measured:
         now = f"{self.day.isoformat()}T23:00:00Z"
-        result = run_pipeline(self.home, now, case, events, self.profile, self.probe_every)
+        result = run_pipeline(
+            self.home, now, case, events, self.profile, self.probe_every, engine=self.engine
+        )
         started = time.monotonic()
         if self.peer_shape:
             stream.reference_fold_jsonl(self.con, self.jsonl)
@@ -290,7 +325,10 @@ class Bench:
             stream.reference_fold(self.con, self.parquet)
         reference = time.monotonic() - started
         result.reference = reference if with_reference else None
-        problems = verify(self.home, self.con)
+        if self.engine:
+            problems = verify_exports(self.home, self.con, {**os.environ, **self.engine})
+        else:
+            problems = verify(self.home, self.con)
         result.equal = not problems and result.exit_code == 0
         result.notes += problems
         self.rows.append(result)
@@ -379,7 +417,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--home", help="keep the home here (default: a temporary folder, removed)")
     p.add_argument("--json", help="also write the figures to this file")
     p.add_argument("--profile", help="folder for py-spy raw stacks of each run (py-spy on PATH)")
+    p.add_argument(
+        "--warehouse",
+        choices=["duckdb", "spark"],
+        default="duckdb",
+        help="the warehouse engine; spark: Delta tables through an embedded Sail server per run",
+    )
     args = p.parse_args(argv)
+    if args.warehouse == "spark" and args.steady_days:
+        p.error("--steady-days reads the DuckDB warehouse's growth; use it with --warehouse duckdb")
     if args.peer_shape:
         args.events = args.events or PEER_EVENTS
         args.days = PEER_DAYS
@@ -396,7 +442,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.retention is not None:
         config["retention_load_dates"] = args.retention
     (home / "replay-assets.json").write_text(json.dumps(config))
-    bench = Bench(home, args.seed, args.profile, args.probe_status, peer_shape=args.peer_shape)
+    engine = {"REPLAY_ASSETS_WAREHOUSE": "spark", "REPLAY_ASSETS_SPARK_REMOTE": "local"}
+    bench = Bench(
+        home,
+        args.seed,
+        args.profile,
+        args.probe_status,
+        peer_shape=args.peer_shape,
+        engine=engine if args.warehouse == "spark" else None,
+    )
     started = time.monotonic()
     lines = bench.land_stream(args.events, args.days)
     print(f"generated {lines} lines over {args.days} load dates in {time.monotonic() - started:.1f} s")

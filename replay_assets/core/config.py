@@ -35,6 +35,9 @@ CONFIG_KEYS = frozenset(
         "retention_load_dates",
         "upcasters",
         "debezium",
+        "warehouse",
+        "spark_remote",
+        "delta_root",
     }
 )
 

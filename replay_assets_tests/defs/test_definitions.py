@@ -159,7 +159,7 @@ def _default(field: dataclasses.Field) -> object:  # type: ignore[type-arg]
     return field.default_factory() if field.default_factory is not dataclasses.MISSING else field.default
 
 
-def test_every_setting_reaches_the_pipeline_of_the_resource(tmp_path: Path) -> None:
+def test_every_setting_reaches_the_pipeline_of_the_resource(tmp_path: Path, sail: str) -> None:
     configured = settings_for(
         tmp_path,
         seed001.NOW,
@@ -180,6 +180,9 @@ def test_every_setting_reaches_the_pipeline_of_the_resource(tmp_path: Path) -> N
         upcasters=parse_upcasters({"erp": {"2": {"rename": {"after.amount_cents": "after.amount_minor"}}}}),
         debezium=parse_mappings({"erp": {"tables": {"public.orders": {"entity": "order_line"}}}}),
         dagster_yaml=tmp_path / "dagster.yaml",
+        warehouse="spark",
+        spark_remote=sail,
+        delta_root=str(tmp_path / "delta"),
     )
     at_default = [
         f.name
@@ -190,6 +193,7 @@ def test_every_setting_reaches_the_pipeline_of_the_resource(tmp_path: Path) -> N
     pipeline = build_definitions(configured).resources["replay"].pipeline()
     assert pipeline.settings == configured
     assert pipeline.warehouse.busy_timeout == 0.25
+    assert type(pipeline.store).__name__ == "SparkStore"  # the engine the settings name
 
 
 def test_configured_limits_decide_what_a_step_lands(tmp_path: Path) -> None:

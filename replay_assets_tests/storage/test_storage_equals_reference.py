@@ -214,7 +214,7 @@ def test_storage_pipeline_equals_the_reference_pipeline(data: st.DataObject) -> 
 
 @pytest.mark.slow
 @settings(
-    max_examples=6,  # each load date is a few seconds on a local Sail server (suite budget)
+    max_examples=4,  # each load date is a few seconds on a local Sail server (suite budget)
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
