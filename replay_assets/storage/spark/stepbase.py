@@ -9,7 +9,6 @@ from typing import Any
 import polars as pl
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import from_arrow_schema
 
 from replay_assets.storage.apply.latest import LATEST
 from replay_assets.storage.spark.facts import FactsOps
@@ -51,8 +50,7 @@ class StepBase:
 
     def _frame_of(self, frame: pl.DataFrame) -> DataFrame:
         """A polars frame as a local Spark frame (through Arrow, its schema passed along)."""
-        table = frame.to_arrow()
-        return self.spark.createDataFrame(table, schema=from_arrow_schema(table.schema))
+        return self.unit.local(frame.to_arrow())
 
     def _local(self, view: str, frame: pl.DataFrame) -> None:
         self._frame_of(frame).createOrReplaceTempView(view)

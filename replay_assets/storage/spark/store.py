@@ -43,13 +43,21 @@ class SparkStore:
     def transaction(self, timeout: float | None = None) -> Iterator[Unit]:
         writer = self.tables.begin(f"unit-{uuid.uuid4().hex}", tuple(sorted(schema.schemas())))
         assert writer is not None, "a fresh unit id has never fenced"
-        yield SparkUnit(self.tables, writer.snapshot, writer)
-        if writer.commits:
-            writer.fence(self.clock())
+        unit = SparkUnit(self.tables, writer.snapshot, writer)
+        try:
+            yield unit
+            if writer.commits:
+                writer.fence(self.clock())
+        finally:
+            unit.close()
 
     @contextmanager
     def read(self, timeout: float | None = None) -> Iterator[Unit]:
-        yield SparkUnit(self.tables, self.tables.committed(), None)
+        unit = SparkUnit(self.tables, self.tables.committed(), None)
+        try:
+            yield unit
+        finally:
+            unit.close()
 
     def connect(self, timeout: float | None = None) -> AbstractContextManager[Unit]:
         return self.read(timeout)

@@ -10,11 +10,12 @@ from typing import Any
 
 import polars as pl
 import pyarrow as pa
+from pyarrow import fs as pafs
 from pyspark.sql import DataFrame
-from pyspark.sql.pandas.types import from_arrow_schema
 
 from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.storage.spark import schema
+from replay_assets.storage.spark.frames import local_frame
 from replay_assets.storage.spark.tables import DeltaTables, Snapshot, Writer
 
 
@@ -24,6 +25,22 @@ class UnitBase:
         self.snapshot = snapshot
         self.writer = writer
         self.spark = tables.spark
+        self.scratch: list[str] = []  # scratch tables of large local frames (``local``)
+
+    def local(self, table: pa.Table) -> DataFrame:
+        """An Arrow table of this process as a Spark frame (``frames.local_frame``)."""
+        return local_frame(self.spark, table, self._scratch)
+
+    def close(self) -> None:
+        """Remove the unit's scratch tables (their frames are not read after the unit)."""
+        for uri in self.scratch:
+            filesystem, path = pafs.FileSystem.from_uri(uri)
+            filesystem.delete_dir(path)
+        self.scratch.clear()
+
+    def _scratch(self) -> str:
+        self.scratch.append(f"{self.tables.root}/_scratch/{uuid.uuid4().hex}")
+        return self.scratch[-1]
 
     def frame(self, table: str) -> DataFrame:
         """``table`` as this unit sees it; empty, with its columns, before its first commit."""
@@ -68,8 +85,7 @@ class UnitBase:
         types, a missing one null (through Arrow)."""
         columns = schema.schemas()[table]
         missing = [pl.lit(None).alias(name) for name in columns.names if name not in rows.columns]
-        arrow = rows.with_columns(missing).select(columns.names).to_arrow().cast(columns)
-        return self.spark.createDataFrame(arrow, schema=from_arrow_schema(columns))
+        return self.local(rows.with_columns(missing).select(columns.names).to_arrow().cast(columns))
 
     def merge(
         self,
@@ -129,8 +145,7 @@ class UnitBase:
 
     def _frame(self, table: str, rows: Sequence[Mapping[str, Any]]) -> DataFrame:
         columns = schema.schemas()[table]
-        arrow = pa.Table.from_pylist([dict(r) for r in rows], schema=columns)
-        return self.spark.createDataFrame(arrow, schema=from_arrow_schema(columns))
+        return self.local(pa.Table.from_pylist([dict(r) for r in rows], schema=columns))
 
     def writing(self) -> Writer:
         if self.writer is None:
