@@ -12,7 +12,6 @@ from pyspark.sql import functions as F
 
 from replay_assets.storage.apply.latest import LATEST
 from replay_assets.storage.spark.facts import FactsOps
-from replay_assets.storage.spark.frames import to_polars
 
 # removes a table's rows of the source's load date (Sail 0.7 refuses DELETE with a subquery)
 DELETE_DAY = "MERGE INTO {target} t USING {source} s ON t.load_date = s.load_date WHEN MATCHED THEN DELETE"
@@ -45,8 +44,10 @@ class StepBase:
         return self.unit.sql(text, **args)
 
     def _keep(self, view: str, frame: DataFrame) -> None:
-        """``frame`` computed now and kept as ``view``, unchanged by later writes."""
-        self._local(view, to_polars(frame))
+        """``frame`` computed now and kept as ``view``, unchanged by later writes: written by the
+        engine to a scratch Delta table of the unit and read from there (it never comes to this
+        process)."""
+        self.unit.kept(frame).createOrReplaceTempView(view)
 
     def _frame_of(self, frame: pl.DataFrame) -> DataFrame:
         """A polars frame as a local Spark frame (through Arrow, its schema passed along)."""

@@ -31,6 +31,13 @@ class UnitBase:
         """An Arrow table of this process as a Spark frame (``frames.local_frame``)."""
         return local_frame(self.spark, table, self._scratch)
 
+    def kept(self, frame: DataFrame) -> DataFrame:
+        """``frame`` computed now, in a scratch Delta table the engine writes, and read from it:
+        later writes to the tables it reads do not change it."""
+        path = self._scratch()
+        frame.write.format("delta").mode("overwrite").save(path)
+        return self.spark.read.format("delta").load(path)
+
     def close(self) -> None:
         """Remove the unit's scratch tables (their frames are not read after the unit)."""
         for uri in self.scratch:
