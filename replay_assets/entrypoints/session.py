@@ -85,7 +85,12 @@ class Session:
             **(os.environ if env is None else env),
             "REPLAY_ASSETS_HOME": str(self.settings.home),
             "DAGSTER_HOME": str(self.dagster_home),
+            # the child's warehouse is this session's, whatever the environment says
+            "REPLAY_ASSETS_WAREHOUSE": self.settings.warehouse,
+            "REPLAY_ASSETS_SPARK_REMOTE": self.settings.spark_remote,
         }
+        if self.settings.delta_root:
+            env["REPLAY_ASSETS_DELTA_ROOT"] = self.settings.delta_root
         if self.settings.fixed_now:
             env["REPLAY_ASSETS_NOW"] = self.settings.fixed_now.isoformat()
         if fail_point:
