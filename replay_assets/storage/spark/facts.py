@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from pyspark.sql import Window
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from replay_assets.core.plan import DatePlan, WarehouseFacts
@@ -16,6 +16,7 @@ from replay_assets.storage.journal import identities
 from replay_assets.storage.journal.entries import Operation
 from replay_assets.storage.retention.prune import PRUNED_THROUGH
 from replay_assets.storage.spark.evidence import EvidenceOps
+from replay_assets.storage.spark.frames import first_of
 
 POINTER = "published_load_date"
 
@@ -23,11 +24,11 @@ POINTER = "published_load_date"
 class FactsOps(EvidenceOps):
     def warehouse_facts(self) -> WarehouseFacts:
         applied = {r["load_date"]: r["identity"] for r in self.rows(self.frame("load_dates"))}
-        newest = Window.partitionBy("load_date", "identity").orderBy(
-            F.col("attempted_at").desc(), F.col("seq").desc()
+        attempts = self.frame("load_date_attempts")
+        newest = first_of(
+            attempts, ("load_date", "identity"), F.col("attempted_at").desc(), F.col("seq").desc()
         )
-        attempts = self.frame("load_date_attempts").withColumn("_n", F.row_number().over(newest))
-        latest = self.rows(attempts.where(F.col("_n") == 1).drop("_n"))
+        latest = self.rows(newest)
         blocked = {(r["load_date"], r["identity"]): (DateStatus(r["status"]), r["reason"]) for r in latest}
         skipped = frozenset(
             r["batch_id"] for r in self.rows(self.frame("batch_resolutions").select("batch_id"))
@@ -102,13 +103,14 @@ class FactsOps(EvidenceOps):
 
     def publications_digest(self, dates: list[str]) -> str:
         """What the target holds for these dates: their newest publication hashes."""
-        found = self.frame("publications").where(
-            (F.col("asset") == F.lit("daily_aggregates")) & F.col("partition_key").isin(dates)
-        )
-        newest = Window.partitionBy("partition_key").orderBy(F.col("version").desc())
-        ranked = found.withColumn("_n", F.row_number().over(newest)).where(F.col("_n") == 1)
-        rows = self.rows(ranked.select("partition_key", "version", "content_sha256").orderBy("partition_key"))
+        found = self.newest_publications("daily_aggregates").where(F.col("partition_key").isin(dates))
+        rows = self.rows(found.select("partition_key", "version", "content_sha256").orderBy("partition_key"))
         return identities.digest_of_publications([list(r.values()) for r in rows])
+
+    def newest_publications(self, asset: str) -> DataFrame:
+        """Each partition's newest publication of ``asset``."""
+        found = self.frame("publications").where(F.col("asset") == F.lit(asset))
+        return first_of(found, ("partition_key",), F.col("version").desc())
 
     def _pointer(self, name: str) -> str:
         found = self.rows(self.frame("pointers").where(F.col("name") == F.lit(name)))

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import polars as pl
 import pyarrow as pa
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
 # Spark Connect sends a local frame inside the plan, and gRPC refuses a message over 128 MiB
@@ -34,6 +35,18 @@ def local_frame(spark: SparkSession, table: pa.Table, scratch: Callable[[], str]
         part = spark.createDataFrame(table.slice(start, rows), schema=schema)
         part.write.format("delta").mode("append").save(path)
     return spark.read.format("delta").load(path)
+
+
+def first_of(rows: DataFrame, partition: Sequence[str], *order: Column) -> DataFrame:
+    """The first row of each ``partition`` group in ``order`` (DuckDB's ``QUALIFY row_number()
+    OVER (...) = 1``, which Sail does not parse)."""
+    ranked = Window.partitionBy(*partition).orderBy(*order)
+    return rows.withColumn("_n", F.row_number().over(ranked)).where(F.col("_n") == 1).drop("_n")
+
+
+def newest_per_key(rows: DataFrame, key: Sequence[str]) -> DataFrame:
+    """Each key's row of the newest load date among ``rows``."""
+    return first_of(rows, key, F.col("load_date").desc())
 
 
 def to_polars(df: DataFrame) -> pl.DataFrame:

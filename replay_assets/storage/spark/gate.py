@@ -21,7 +21,7 @@ from replay_assets.storage.apply.snapshot_scan import RowChecks, Snapshot, check
 from replay_assets.storage.apply.state_digest import ENTITIES, LIMBS, StateDigest, base_of, combine_by_change
 from replay_assets.storage.publish import verdicts
 from replay_assets.storage.spark.facts import POINTER
-from replay_assets.storage.spark.frames import to_polars
+from replay_assets.storage.spark.frames import newest_per_key, to_polars
 from replay_assets.storage.spark.stepbase import StepBase
 
 _SNAPSHOT = (
@@ -234,17 +234,11 @@ class GateSteps(StepBase):
         table, _columns, key = ENTITIES[entity]
         when = F.col("load_date") <= F.lit(day) if inclusive else F.col("load_date") < F.lit(day)
         rows = self._table(table).where(when).join(within, within.columns, "left_semi")
-        return self._newest_per_key(rows, key)
+        return newest_per_key(rows, key)
 
     def _as_of(self, entity: str, day: str) -> DataFrame:
         table, _columns, key = ENTITIES[entity]
-        return self._newest_per_key(self._table(table).where(F.col("load_date") <= F.lit(day)), key)
-
-    def _newest_per_key(self, rows: DataFrame, key: Sequence[str]) -> DataFrame:
-        from pyspark.sql.window import Window
-
-        order = Window.partitionBy(*key).orderBy(F.col("load_date").desc())
-        return rows.withColumn("_n", F.row_number().over(order)).where(F.col("_n") == 1).drop("_n")
+        return newest_per_key(self._table(table).where(F.col("load_date") <= F.lit(day)), key)
 
     def _sums(self, rows: DataFrame, entity: str) -> tuple[int, ...]:
         """Row count and the exact sum of each 64-bit limb of each row's sha256 (DuckDB's

@@ -19,7 +19,7 @@ from replay_assets.storage.db.migrations import ORDER_COLUMNS
 from replay_assets.storage.publish import verdicts
 from replay_assets.storage.publish.verdicts import RECON_COLUMNS
 from replay_assets.storage.spark.aggregates import daily_aggregates
-from replay_assets.storage.spark.frames import to_polars
+from replay_assets.storage.spark.frames import newest_per_key, to_polars
 from replay_assets.storage.spark.gate import GateSteps
 
 _QUEUE_KEY = ("business_date", "store_id", "load_date")
@@ -52,7 +52,7 @@ class SparkPublishSteps(GateSteps):
         """Order lines whose state as of ``as_of`` is on one of ``dates`` (``lines_for_dates``)."""
         history = self._table("order_history").where(F.col("load_date") <= F.lit(as_of))
         keys = history.where(F.col("business_date").isin(dates)).select("order_id", "line_no").distinct()
-        newest = self._newest_per_key(
+        newest = newest_per_key(
             history.join(keys, ["order_id", "line_no"], "left_semi"), ("order_id", "line_no")
         )
         return to_polars(newest.where(F.col("business_date").isin(dates)).select(list(ORDER_COLUMNS)))
@@ -116,4 +116,4 @@ class SparkPublishSteps(GateSteps):
 
     def _state_as_of(self, as_of: str) -> DataFrame:
         history = self._table("order_history").where(F.col("load_date") <= F.lit(as_of))
-        return self._newest_per_key(history, ("order_id", "line_no")).select(list(ORDER_COLUMNS))
+        return newest_per_key(history, ("order_id", "line_no")).select(list(ORDER_COLUMNS))

@@ -17,7 +17,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import polars as pl
-from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from replay_assets.core.aggregate import Controls
@@ -30,7 +29,7 @@ from replay_assets.storage.publish import reverify
 from replay_assets.storage.publish.exports import PUBLISHED
 from replay_assets.storage.spark import schema
 from replay_assets.storage.spark.apply import ApplyOps, SparkApplySteps
-from replay_assets.storage.spark.frames import to_polars
+from replay_assets.storage.spark.frames import newest_per_key, to_polars
 from replay_assets.storage.spark.journal import JournalOps
 from replay_assets.storage.spark.publish import SparkPublishSteps
 from replay_assets.storage.spark.reports import ReportOps
@@ -174,19 +173,14 @@ class PublishedOps(ReportOps, ApplyOps, JournalOps):
         return written
 
     def _newest_publications(self, asset: str) -> pl.DataFrame:
-        found = self.frame("publications").where(F.col("asset") == F.lit(asset))
-        newest = Window.partitionBy("partition_key").orderBy(F.col("version").desc())
-        ranked = found.withColumn("_n", F.row_number().over(newest)).where(F.col("_n") == 1)
         columns = ("partition_key", "version", "as_of_load_date", "content_sha256")
-        return to_polars(ranked.select(*columns).orderBy("partition_key"))
+        return to_polars(self.newest_publications(asset).select(*columns).orderBy("partition_key"))
 
     def _latest_differences(self) -> int:
         """Rows by which the latest tables differ from each key's newest history row."""
         total = 0
         for history, (latest, key, _entity, _part) in LATEST.items():
-            newest = Window.partitionBy(*key).orderBy(F.col("load_date").desc())
-            rows = self.frame(history).withColumn("_n", F.row_number().over(newest)).where(F.col("_n") == 1)
-            expected = rows.select(*COLUMNS[history])
+            expected = newest_per_key(self.frame(history), key).select(*COLUMNS[history])
             held = self.frame(latest).select(*COLUMNS[history])
             total += int(held.exceptAll(expected).count()) + int(expected.exceptAll(held).count())
         return total

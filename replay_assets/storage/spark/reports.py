@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import polars as pl
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from replay_assets.core import retention
@@ -18,31 +18,23 @@ from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.manifest import parse_instant
 from replay_assets.core.slo import Slo, evaluate
 from replay_assets.storage.publish.exports import AS_OF, RECONCILE_SQL, TABLES
+from replay_assets.storage.publish.published_copy import AS_OF_HISTORY
+from replay_assets.storage.publish.published_state import ENTITIES
 from replay_assets.storage.spark.facts import FactsOps
-from replay_assets.storage.spark.frames import to_polars
+from replay_assets.storage.spark.frames import newest_per_key, to_polars
 
-# the consumer's columns of each entity's history rows (the DuckDB macros ``orders_as_of`` and
-# ``customers_as_of``): dates as DATE
+
+def _names(listed: str) -> tuple[str, ...]:
+    return tuple(name.strip() for name in listed.split(","))
+
+
+# the consumer tables as of a load date: per view, its history table, key and the consumer's
+# columns of a history row (the DuckDB adapter's as-of macros' projection; no expression in it
+# holds a comma)
 _CONSUMER = {
-    "order_history": (
-        ("order_id", "line_no"),
-        (
-            *("order_id", "line_no", "store_id", "customer_id", "product_id"),
-            "CAST(business_date AS DATE) AS business_date",
-            *("quantity", "amount_minor", "cost_minor", "status", "version", "source_seq"),
-            "CAST(load_date AS DATE) AS load_date",
-        ),
-    ),
-    "customer_history": (
-        ("customer_id",),
-        (
-            *("customer_id", "name", "segment", "status", "version", "source_seq"),
-            "CAST(load_date AS DATE) AS load_date",
-        ),
-    ),
+    ENTITIES[entity][0]: (history, _names(key), _names(columns))
+    for entity, (history, _macro, columns, key) in AS_OF_HISTORY.items()
 }
-_ENTITY = {"current_orders": "order_history", "current_customers": "customer_history"}
-_ORDER = {"current_orders": ("order_id", "line_no"), "current_customers": ("customer_id",)}
 # exports read a table whole, in the DuckDB adapter's order, without the columns it leaves out
 _EXPORTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "publications": (("asset", "partition_key", "version"), ()),
@@ -137,13 +129,11 @@ class ReportOps(FactsOps):
             return versions.join(newest, ["business_date", "publication_version"], "left_semi").selectExpr(
                 *_AGGREGATES
             )
-        history = _ENTITY[name]
-        key, columns = _CONSUMER[history]
+        history, key, columns = _CONSUMER[name]
         day = as_of if as_of is not None else self.certified_pointer() or ""
-        rows = self.frame(history).where(F.col("load_date") <= F.lit(day))
-        newest_first = Window.partitionBy(*key).orderBy(F.col("load_date").desc())
-        ranked = rows.withColumn("_n", F.row_number().over(newest_first)).where(F.col("_n") == 1)
-        return ranked.selectExpr(*columns)
+        return newest_per_key(self.frame(history).where(F.col("load_date") <= F.lit(day)), key).selectExpr(
+            *columns
+        )
 
     def export_table(self, name: str, as_of: str | None) -> pl.DataFrame:
         """A table for ``replay-assets export`` (``exports.table``: the same names and refusals)."""
@@ -153,15 +143,15 @@ class ReportOps(FactsOps):
             behind = retention.refusal(as_of, self.pruned_through(), "the state as of")
             if behind:
                 raise ReplayError(ErrorCode.BEHIND_HORIZON, behind)
-            return to_polars(self.consumer_frame(name, as_of).orderBy(*_ORDER[name]))
+            return to_polars(self.consumer_frame(name, as_of).orderBy(*_CONSUMER[name][1]))
         if name not in TABLES:
             raise ReplayError(ErrorCode.USAGE, f"unknown table {name}")
         return to_polars(self.export_frame(name))
 
     def export_frame(self, name: str) -> DataFrame:
         """A table of ``exports.TABLES`` as a frame, in the DuckDB adapter's order."""
-        if name in _ORDER:
-            return self.consumer_frame(name).orderBy(*_ORDER[name])
+        if name in _CONSUMER:
+            return self.consumer_frame(name).orderBy(*_CONSUMER[name][1])
         if name == "daily_aggregates":
             return self.consumer_frame(name).orderBy("business_date", "store_id")
         order, left_out = _EXPORTS[name]
