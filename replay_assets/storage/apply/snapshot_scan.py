@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import duckdb
-import pandera.polars as pa
 import polars as pl
 
 from replay_assets.core.aggregate import Controls, RowsDigest, combine_controls, controls_part
@@ -26,8 +26,10 @@ from replay_assets.core.gate import (
     check_unique_keys,
     combine,
 )
-from replay_assets.core.schemas import CUSTOMER_STATE, ORDER_STATE
 from replay_assets.storage.db.migrations import CUSTOMER_COLUMNS, ORDER_COLUMNS
+
+if TYPE_CHECKING:  # pandera is imported where a schema is checked (core/gate.py)
+    import pandera.polars as pa
 
 PART_ROWS = 500_000
 ORDER_KEY = ["order_id", "line_no"]
@@ -104,6 +106,16 @@ class _Table:
             self.checks["non_negative"].append(check_non_negative({self.name: (part, self.key, AMOUNTS)}))
 
 
+def _tables(digests: bool) -> tuple[_Table, _Table]:
+    """The two state tables to feed; with ``digests``, each also hashes its rows."""
+    from replay_assets.core.schemas import CUSTOMER_STATE, ORDER_STATE  # lazily: pandera
+
+    return (
+        _Table("current_orders", ORDER_STATE, ORDER_KEY, RowsDigest() if digests else None),
+        _Table("current_customers", CUSTOMER_STATE, CUSTOMER_KEY, RowsDigest() if digests else None),
+    )
+
+
 def _parts(con: duckdb.DuckDBPyConnection, sql: str, day: str) -> Iterator[pl.DataFrame]:
     reader = con.sql(sql, params={"day": day}).to_arrow_reader(PART_ROWS)
     for batch in reader:
@@ -130,8 +142,7 @@ def check_written(con: duckdb.DuckDBPyConnection, day: str) -> RowChecks:
 
 def check_rows(orders_parts: Iterable[pl.DataFrame], customer_parts: Iterable[pl.DataFrame]) -> RowChecks:
     """The row-level gate over state rows given in parts, each in key order (any engine)."""
-    orders = _Table("current_orders", ORDER_STATE, ORDER_KEY, None)
-    customers = _Table("current_customers", CUSTOMER_STATE, CUSTOMER_KEY, None)
+    orders, customers = _tables(digests=False)
     for part in orders_parts:
         orders.feed(part)
     for part in customer_parts:
@@ -142,8 +153,7 @@ def check_rows(orders_parts: Iterable[pl.DataFrame], customer_parts: Iterable[pl
 def scan_snapshot(con: duckdb.DuckDBPyConnection, day: str) -> Snapshot:
     """The state as of ``day`` in one streamed pass: content hash, controls, row count and the
     schema, unique-key and non-negative verdicts."""
-    orders = _Table("current_orders", ORDER_STATE, ORDER_KEY, RowsDigest())
-    customers = _Table("current_customers", CUSTOMER_STATE, CUSTOMER_KEY, RowsDigest())
+    orders, customers = _tables(digests=True)
     controls = []
     for part in _parts(con, ORDERS_SQL, day):
         orders.feed(part)

@@ -19,25 +19,33 @@ def set_status(
     now: dt.datetime,
     last_good: tuple[int, str] | None = None,
 ) -> None:
-    """Upsert the status of partitions; the last good version is kept unless a new one is given."""
-    for key in keys:
-        con.execute(
-            """INSERT INTO partition_status (asset, partition_key, status, reason, last_good_version,
-                last_good_sha256, updated_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?)
-               ON CONFLICT (asset, partition_key) DO UPDATE SET status = excluded.status,
-                 reason = excluded.reason, updated_at = excluded.updated_at,
-                 last_good_version = coalesce(excluded.last_good_version,
-                                              partition_status.last_good_version),
-                 last_good_sha256 = coalesce(excluded.last_good_sha256,
-                                             partition_status.last_good_sha256)""",
-            [
-                asset,
-                key,
-                status.value,
-                reason,
-                last_good[0] if last_good else None,
-                last_good[1] if last_good else None,
-                now,
-            ],
-        )
+    """Upsert the status of partitions; the last good version is kept unless a new one is given.
+    One statement for every key (a load date marks up to every business date it touched)."""
+    distinct = sorted(set(keys))
+    if not distinct:
+        return
+    con.execute(
+        """INSERT INTO partition_status (asset, partition_key, status, reason, last_good_version,
+            last_good_sha256, updated_at)
+        SELECT $asset, unnest($keys), $status, $reason, $last_good_version, $last_good_sha256, $updated_at
+           ON CONFLICT (asset, partition_key) DO UPDATE SET status = excluded.status,
+             reason = excluded.reason, updated_at = excluded.updated_at,
+             last_good_version = coalesce(excluded.last_good_version,
+                                          partition_status.last_good_version),
+             last_good_sha256 = coalesce(excluded.last_good_sha256,
+                                         partition_status.last_good_sha256)""",
+        {"asset": asset, "keys": distinct, **status_values(status, reason, now, last_good)},
+    )
+
+
+def status_values(
+    status: PartitionStatus, reason: str, now: dt.datetime, last_good: tuple[int, str] | None
+) -> dict[str, object]:
+    """The columns an upsert of partitions' status writes (either engine)."""
+    return {
+        "status": status.value,
+        "reason": reason,
+        "last_good_version": last_good[0] if last_good else None,
+        "last_good_sha256": last_good[1] if last_good else None,
+        "updated_at": now,
+    }

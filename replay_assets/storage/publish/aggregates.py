@@ -115,6 +115,7 @@ def publish_aggregates(
     for part in _parts(sorted(dates), recomputed):
         lines = steps.latest_lines(part) if from_latest else steps.lines_for_dates(as_of, part)
         candidates = aggregate_frame(lines)
+        matched = certify.aggregates_matched(candidates)  # else each date is validated on its own
         for day in part:
             rows = candidates.filter(pl.col("business_date") == day)
             checks = tuple(
@@ -125,6 +126,7 @@ def publish_aggregates(
                     as_of=as_of,
                     first=first,
                     certified=certified,
+                    matched=matched,
                 )
             )
             digest = content_sha256(rows, AGG_KEY)

@@ -20,8 +20,8 @@ from replay_assets.core.gate import (
     check_totals,
     check_unique_keys,
     failures,
+    schema_matched,
 )
-from replay_assets.core.schemas import DAILY_AGGREGATES
 from replay_assets.core.state import Counts
 from replay_assets.core.status import PartitionStatus
 from replay_assets.storage.apply.snapshot_scan import Snapshot
@@ -107,11 +107,15 @@ def aggregate_checks(
     as_of: str,
     first: str,
     certified: set[str],
+    *,
+    matched: bool = False,
 ) -> list[CheckOutcome]:
-    """The gate of one business date's aggregates computed as of ``as_of``."""
+    """The gate of one business date's aggregates computed as of ``as_of``. ``matched``: the
+    rows are part of a frame that already matched the schema (``aggregates_matched``)."""
     after = (dt.date.fromisoformat(as_of) + dt.timedelta(days=1)).isoformat()
+    schema = schema_matched(rows.height) if matched else _aggregates_schema(rows)
     return [
-        check_schema({"daily_aggregates": (DAILY_AGGREGATES, rows)}),
+        schema,
         check_unique_keys({"daily_aggregates": (rows, ["store_id", "business_date"])}),
         check_reconciliation(reconciliation),
         check_totals(_sums(rows), _sums(recomputed)),
@@ -126,6 +130,18 @@ def aggregate_checks(
             }
         ),
     ]
+
+
+def aggregates_matched(candidates: pl.DataFrame) -> bool:
+    """Whether a frame of candidate aggregates (any number of business dates) matches the
+    schema as a whole, so each date's rows do too."""
+    return _aggregates_schema(candidates).passed
+
+
+def _aggregates_schema(rows: pl.DataFrame) -> CheckOutcome:
+    from replay_assets.core.schemas import DAILY_AGGREGATES  # lazily: pandera (core/gate.py)
+
+    return check_schema({"daily_aggregates": (DAILY_AGGREGATES, rows)})
 
 
 def _sums(rows: pl.DataFrame) -> Controls:

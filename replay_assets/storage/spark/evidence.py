@@ -13,6 +13,7 @@ from replay_assets.core.errors import Violation
 from replay_assets.core.status import PartitionStatus
 from replay_assets.storage.evidence.batches import LANDED_TABLES
 from replay_assets.storage.evidence.costs import Cost
+from replay_assets.storage.evidence.status import status_values
 from replay_assets.storage.spark.unit import UnitBase
 
 
@@ -28,18 +29,8 @@ class EvidenceOps(UnitBase):
         last_good: tuple[int, str] | None = None,
     ) -> None:
         """Upsert the status of partitions; the last good version is kept unless a new one is given."""
-        rows = [
-            {
-                "asset": asset,
-                "partition_key": key,
-                "status": status.value,
-                "reason": reason,
-                "last_good_version": last_good[0] if last_good else None,
-                "last_good_sha256": last_good[1] if last_good else None,
-                "updated_at": now,
-            }
-            for key in keys
-        ]
+        values = status_values(status, reason, now, last_good)
+        rows = [{"asset": asset, "partition_key": key, **values} for key in keys]
         if rows:
             self.merge(
                 "partition_status",
