@@ -7,7 +7,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -17,6 +17,7 @@ import dagster as dg
 from replay_assets.core.config import SettingsError
 from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.defs.resources import ReplayResource
+from replay_assets.storage.landing import prefetch
 from replay_assets.storage.landing.deliveries import atomic_replace
 from replay_assets.usecases.context import Pipeline
 from replay_assets.usecases.prune import prune
@@ -151,21 +152,25 @@ def run_pending(
     prune(pipeline)  # a pruning a kill cut short completes before anything else is applied
     tried: set[str] = set()
     resource = ReplayResource.for_settings(pipeline.settings)
-    while len(summary.runs) < max_runs:
-        with pipeline.store.hold():
-            requests = [
-                (name, rr)
-                for name in SENSORS
-                for rr in _evaluate(defs, instance, pipeline=pipeline, resource=resource, name=name)
-            ]
-        fresh = [(name, rr) for name, rr in requests if rr.run_key not in tried]
-        if not fresh:
-            return summary
-        name, request = fresh[0]
-        tried.add(str(request.run_key))
-        with pipeline.store.hold():  # one warehouse connection for the run (not one a transaction)
-            run = _execute(defs, instance, sensor_name=name, request=request, progress=progress)
-        summary.runs.append(run)
+    # runs execute in this process, one after another: landing a load date can have the next one
+    # prepared while it applies (DuckDB's landing only; ``storage/landing/prefetch.py``)
+    ahead = prefetch.enabled() if pipeline.settings.warehouse == "duckdb" else nullcontext()
+    with ahead:
+        while len(summary.runs) < max_runs:
+            with pipeline.store.hold():
+                requests = [
+                    (name, rr)
+                    for name in SENSORS
+                    for rr in _evaluate(defs, instance, pipeline=pipeline, resource=resource, name=name)
+                ]
+            fresh = [(name, rr) for name, rr in requests if rr.run_key not in tried]
+            if not fresh:
+                return summary
+            name, request = fresh[0]
+            tried.add(str(request.run_key))
+            with pipeline.store.hold():  # one warehouse connection for the run (not one a transaction)
+                run = _execute(defs, instance, sensor_name=name, request=request, progress=progress)
+            summary.runs.append(run)
     return summary
 
 

@@ -4,14 +4,17 @@ its manifest (sha256, counts) in the same pass, in one writer transaction."""
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping, Sequence
 
 from replay_assets.core import retention
 from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.events import ValidationContext
 from replay_assets.core.manifest import Manifest
+from replay_assets.core.plan import DatePlan
 from replay_assets.core.status import DateStatus, PartitionStatus
 from replay_assets.storage.evidence.costs import measure
 from replay_assets.storage.landing import area as landing_area
+from replay_assets.storage.landing import prefetch
 from replay_assets.storage.landing.ingest import Landed
 from replay_assets.storage.unit import Unit
 from replay_assets.usecases.context import Pipeline
@@ -41,12 +44,14 @@ def _land(pipeline: Pipeline, load_date: str, run_id: str | None, *, sealed_ok: 
             behind = retention.refusal(load_date, unit.pruned_through(), "landing a late batch")
             if behind and plan.status is DateStatus.LATE_DELIVERY:
                 raise ReplayError(ErrorCode.BEHIND_HORIZON, behind)
-            return [
+            landed = [
                 _land_batch(
                     pipeline, unit, seen=by_sha[d.manifest_sha256], load_date=load_date, run_id=run_id
                 )
                 for d in plan.batches
             ]
+        _prefetch_next(pipeline, decision.plans, by_sha, after=load_date)
+        return landed
     except landing_area.DeliveryMismatch as mismatch:
         problem = str(mismatch)
     with pipeline.store.transaction() as unit:
@@ -54,6 +59,23 @@ def _land(pipeline: Pipeline, load_date: str, run_id: str | None, *, sealed_ok: 
         plan = plan_for(decision, load_date)
         unit.record_attempt(plan, status=PartitionStatus.BLOCKED_UPSTREAM, reason=problem, now=pipeline.now())
     raise ReplayError(ErrorCode.NOT_READY, f"load date {load_date}: {problem}")
+
+
+def _prefetch_next(
+    pipeline: Pipeline, plans: Sequence[DatePlan], by_sha: Mapping[str, landing_area.Seen], after: str
+) -> None:
+    """While ``after`` applies, have the next load date to land prepared in the background (only
+    where prefetching is enabled: ``replay-assets run``; ``storage/landing/prefetch.py``)."""
+    if not prefetch.is_enabled():
+        return
+    later = [p for p in plans if p.load_date > after and p.status in APPLICABLE - {DateStatus.APPLIED}]
+    files = []
+    for d in min(later, key=lambda p: p.load_date).batches if later else ():
+        seen = by_sha.get(d.manifest_sha256)
+        if seen is not None and seen.manifest is not None:
+            ctx = validation_context(pipeline, seen.manifest)
+            files += [(f, ctx) for f in landing_area.delivery_files(seen.path.parent, seen.manifest)]
+    prefetch.start(files)
 
 
 def _land_batch(

@@ -18,7 +18,7 @@ from replay_assets.core.events import (
 )
 from replay_assets.core.manifest import Manifest
 from replay_assets.storage.db.warehouse import insert_frame, one
-from replay_assets.storage.landing import parallel, rows, validation
+from replay_assets.storage.landing import parallel, prefetch, rows, validation
 from replay_assets.storage.landing.area import DeliveryFile, RawChunk
 from replay_assets.storage.landing.files import LineProblem
 from replay_assets.storage.landing.rows import Landed as Landed
@@ -83,7 +83,22 @@ def _land_file(
 ) -> int:
     """Land one file chunk by chunk: while the workers prepare a chunk (``prepare.py``: hashes,
     the grammar's certification, Parquet), this process lands the one before and reads the one
-    after. Returns the number of source events (non-blank lines)."""
+    after. Returns the number of source events (non-blank lines). A file ``prefetch.py``
+    prepared ahead under the same context lands from its prepared chunks."""
+    ahead = prefetch.take(f, ctx)
+    if ahead is not None:
+        return sum(
+            _land_prepared(
+                con,
+                where,
+                (c.first, [], c.problems),
+                parallel.Started(None, c.prepared, ahead=True),
+                ctx=ctx,
+                now=now,
+                found=found,
+            )
+            for c in ahead
+        )
     events = 0
     with tempfile.TemporaryDirectory(prefix="replay-chunk-") as folder:
         before: tuple[RawChunk, parallel.Started] | None = None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,16 +25,29 @@ class Started:
 
     batch: workers.Batch | None
     done: list[Prepared]
+    ahead: bool = False  # prepared earlier, by the workers or another thread (``prefetch.py``)
 
     def results(self) -> list[Prepared]:
         """The prepared pieces; ``cpu_seconds`` is the workers' (0 when prepared in-process,
         where the landing process's own CPU time counts it already)."""
         if self.batch is None:
-            return [dataclasses.replace(p, cpu_seconds=0.0) for p in self.done]
+            return self.done if self.ahead else [dataclasses.replace(p, cpu_seconds=0.0) for p in self.done]
         return self.batch.results()
 
 
+# the thread preparing the next load date ahead (``prefetch.py``): the pool serves one caller at a
+# time, so any other caller waits for it
+_RESERVED: list[threading.Thread] = []
+
+
+def reserve(thread: threading.Thread) -> None:
+    _RESERVED[:] = [thread]
+
+
 def start(chunk: RawChunk, ctx: ValidationContext, folder: Path) -> Started:
+    for thread in _RESERVED:
+        if thread is not threading.current_thread():
+            thread.join()
     first, lines, problems = chunk
     pool = workers.pool()
     parts = min(pool.size, -(-len(lines) // SLICE_LINES)) if len(lines) >= POOL_MIN_LINES else 1

@@ -1,0 +1,157 @@
+"""Preparing the next load date's files while the current one applies (``replay-assets run``).
+
+Applying a load date keeps about one core of two busy (DuckDB's single-threaded phases, the
+journal, Dagster), while preparing a file's lines (``prepare.py``: the grammar, the hashes,
+Parquet) is the CPU-bound half of landing. When ``replay-assets run`` lands a load date and the
+plan shows the next one ready, a background thread reads that date's files and has the workers
+prepare them; landing the next date then takes the prepared chunks instead of reading the file
+again.
+
+What makes this safe is what makes landing safe: the thread reads each file through
+:meth:`DeliveryFile.chunks`, which verifies the bytes it read against the manifest (sha256 and
+event count) after the last chunk. A file the thread read to the end without a mismatch is
+therefore *a reading of the declared file*: landing its prepared chunks lands exactly the bytes
+the manifest names, as reading the file again would. Anything else — a mismatch, a dead worker,
+another validation context (the business-date window moves with the clock), another file —
+discards the prefetched file, and landing reads it itself and decides as it always did. Nothing
+is written but Parquet files in a temporary folder, removed when the chunks are landed or
+discarded. One caller uses the worker pool at a time: a landing that starts while the thread runs
+waits for it (``parallel.start``).
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from replay_assets.core.events import ValidationContext
+from replay_assets.core.manifest import ManifestFile
+from replay_assets.storage.landing import parallel
+from replay_assets.storage.landing.area import DeliveryFile
+from replay_assets.storage.landing.files import LineProblem
+from replay_assets.storage.landing.prepare import Prepared
+
+
+@dataclass(frozen=True)
+class Ready:
+    """A chunk prepared ahead: its first line number, the problems found while reading it, and
+    the workers' pieces (their folders hold the Parquet files)."""
+
+    first: int
+    problems: dict[int, LineProblem]
+    prepared: list[Prepared]
+
+
+@dataclass
+class _File:
+    declared: ManifestFile
+    path: Path
+    ctx: ValidationContext
+    chunks: list[Ready] = field(default_factory=list)
+    verified: bool = False  # read to the end, and the bytes matched the manifest
+
+
+class Prefetch:
+    """The files of one load date, prepared by a background thread."""
+
+    def __init__(self, files: Sequence[tuple[DeliveryFile, ValidationContext]]) -> None:
+        self.folder = Path(tempfile.mkdtemp(prefix="replay-prefetch-"))
+        self.files = [_File(f.declared, f.path, ctx) for f, ctx in files]
+        self.thread = threading.Thread(target=self._prepare, name="replay-prefetch", daemon=True)
+        self.stop = threading.Event()  # discarded: stop at the next chunk
+
+    def _prepare(self) -> None:
+        for number, f in enumerate(self.files):
+            try:
+                read = DeliveryFile(f.declared, f.path).chunks(parallel.CHUNK_LINES, f.ctx.max_line_bytes)
+                for part, chunk in enumerate(read):
+                    if self.stop.is_set():
+                        f.chunks = []
+                        return
+                    started = parallel.start(chunk, f.ctx, self.folder / f"{number}.{part}")
+                    f.chunks.append(Ready(chunk[0], chunk[2], started.results()))
+                f.verified = True
+            except Exception:  # any failure only means that landing reads the file itself
+                f.chunks = []
+
+    def take(self, f: DeliveryFile, ctx: ValidationContext) -> list[Ready] | None:
+        """The prepared chunks of ``f`` read under ``ctx``, or None. Waits for the thread."""
+        self.thread.join()
+        for mine in self.files:
+            if mine.verified and (mine.declared, mine.path, mine.ctx) == (f.declared, f.path, ctx):
+                mine.verified = False  # taken once
+                _TAKEN[0] += 1
+                return mine.chunks
+        return None
+
+    def discard(self) -> None:
+        self.stop.set()
+        self.thread.join()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+_ENABLED = threading.Event()
+_AHEAD: list[Prefetch] = []  # at most one: the next load date's
+_TAKEN = [0]  # files landed from their prepared chunks since prefetching was enabled
+
+
+@contextmanager
+def enabled() -> Iterator[None]:
+    """Prefetching for the body (the headless runner, whose runs share this process); the
+    prepared files left when it ends are removed."""
+    _ENABLED.set()
+    _TAKEN[0] = 0
+    try:
+        yield
+    finally:
+        _ENABLED.clear()
+        settle()
+
+
+def is_enabled() -> bool:
+    return _ENABLED.is_set()
+
+
+def start(files: Sequence[tuple[DeliveryFile, ValidationContext]]) -> None:
+    """Prepare ``files`` in the background, if prefetching is enabled (replacing any earlier)."""
+    settle()
+    if not _ENABLED.is_set() or not files:
+        return
+    ahead = Prefetch(files)
+    _AHEAD.append(ahead)
+    parallel.reserve(ahead.thread)
+    ahead.thread.start()
+
+
+def take(f: DeliveryFile, ctx: ValidationContext) -> list[Ready] | None:
+    """The chunks of ``f`` prepared ahead under ``ctx``, if any (their folder stays until
+    ``settle``)."""
+    return _AHEAD[0].take(f, ctx) if _AHEAD else None
+
+
+def settle() -> None:
+    """Wait for the background preparation and remove what it prepared."""
+    while _AHEAD:
+        _AHEAD.pop().discard()
+
+
+def ready_files() -> int:
+    """Files prepared ahead and not taken yet (waits for the preparation)."""
+    for ahead in _AHEAD:
+        ahead.thread.join()
+    return sum(f.verified for ahead in _AHEAD for f in ahead.files)
+
+
+def taken_files() -> int:
+    """Files landed from their prepared chunks since prefetching was enabled."""
+    return _TAKEN[0]
+
+
+def folders() -> list[Path]:
+    """The temporary folders holding what was prepared ahead."""
+    return [ahead.folder for ahead in _AHEAD]
