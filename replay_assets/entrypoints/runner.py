@@ -26,6 +26,7 @@ from replay_assets.usecases.sensor_cursors import cursor, save_cursor
 
 SENSORS = ("source_manifest_sensor", "restatement_sensor")
 HEARTBEAT_FRESH_SECONDS = 60
+PREFETCH_FOLDER = ".prefetch"  # the next load date's files prepared ahead (under the run lock)
 # Failures are reported by the summary; their traces stay in the run's event log for the UI.
 QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 PROJECT_INSTANCE_CONFIG = resources.files("replay_assets") / "dagster.yaml"  # shipped in the package
@@ -154,7 +155,8 @@ def run_pending(
     resource = ReplayResource.for_settings(pipeline.settings)
     # runs execute in this process, one after another: landing a load date can have the next one
     # prepared while it applies (DuckDB's landing only; ``storage/landing/prefetch.py``)
-    ahead = prefetch.enabled() if pipeline.settings.warehouse == "duckdb" else nullcontext()
+    duckdb = pipeline.settings.warehouse == "duckdb"
+    ahead = prefetch.enabled(pipeline.settings.home / PREFETCH_FOLDER) if duckdb else nullcontext()
     with ahead:
         while len(summary.runs) < max_runs:
             with pipeline.store.hold():

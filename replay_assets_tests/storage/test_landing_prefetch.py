@@ -59,12 +59,13 @@ def landed(home: Path, ahead: bool) -> tuple[dict[str, list[tuple[Any, ...]]], i
     deliver(p, D1, "B1", lines())
     deliver(p, D2, "B2", second_day())
     deliver(p, D2, "B3", lines()[::-1])
-    with prefetch.enabled() if ahead else nullcontext():
+    with prefetch.enabled(home / ".prefetch") if ahead else nullcontext():
         land(p, D1)
         prepared, folders = prefetch.ready_files(), prefetch.folders()
         land(p, D2)
         taken = prefetch.taken_files()
     assert not any(folder.exists() for folder in folders), "what was prepared ahead is removed"
+    assert not (home / ".prefetch").exists()
     tables = {name: sorted(rows(p, sql), key=repr) for name, sql in TABLES.items()}
     return tables, prepared, taken
 
@@ -83,7 +84,7 @@ def test_a_reading_under_another_context_is_not_used(tmp_path: Path) -> None:
     p = pipeline(tmp_path)
     deliver(p, D1, "B1", lines())
     deliver(p, D2, "B2", second_day())
-    with prefetch.enabled():
+    with prefetch.enabled(tmp_path / ".prefetch"):
         land(p, D1)
         assert prefetch.ready_files() == 1
         land(pipeline(tmp_path, now="2026-03-01T12:00:00Z"), D2)
@@ -101,7 +102,7 @@ def test_a_file_changed_after_it_was_prepared_lands_as_declared(tmp_path: Path) 
     path = deliver(p, D2, "B2", second_day())
     data = path.parent / "B2.jsonl"
     declared = data.read_bytes()
-    with prefetch.enabled():
+    with prefetch.enabled(tmp_path / ".prefetch"):
         land(p, D1)
         data.write_bytes(declared.replace(b'"F1"', b'"G1"'))
         land(p, D2)
@@ -111,3 +112,18 @@ def test_a_file_changed_after_it_was_prepared_lands_as_declared(tmp_path: Path) 
     )
     assert stored == [(0,)]
     assert rows(p, "SELECT count(*) FROM manifests WHERE batch_id = 'B2'") == [(1,)]
+
+
+def test_what_a_killed_run_left_is_removed_by_the_next(tmp_path: Path) -> None:
+    left = tmp_path / ".prefetch" / "ahead-killed"
+    left.mkdir(parents=True)
+    (left / "0.0").mkdir()
+    p = pipeline(tmp_path)
+    deliver(p, D1, "B1", lines())
+    deliver(p, D2, "B2", second_day())
+    with prefetch.enabled(tmp_path / ".prefetch"):
+        assert not left.exists()
+        land(p, D1)
+        (folder,) = prefetch.folders()
+        assert folder.parent == tmp_path / ".prefetch" and folder.exists()
+    assert not (tmp_path / ".prefetch").exists()

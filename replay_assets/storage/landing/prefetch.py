@@ -14,9 +14,10 @@ therefore *a reading of the declared file*: landing its prepared chunks lands ex
 the manifest names, as reading the file again would. Anything else — a mismatch, a dead worker,
 another validation context (the business-date window moves with the clock), another file —
 discards the prefetched file, and landing reads it itself and decides as it always did. Nothing
-is written but Parquet files in a temporary folder, removed when the chunks are landed or
-discarded. One caller uses the worker pool at a time: a landing that starts while the thread runs
-waits for it (``parallel.start``).
+is written but Parquet files under the folder the runner names (``$HOME/.prefetch``), removed
+when the next prefetch starts or the run ends, and by the next run of the home after a kill.
+One caller uses the worker pool at a time: a landing that starts while the thread runs waits
+for it (``parallel.start``).
 """
 
 from __future__ import annotations
@@ -59,8 +60,9 @@ class _File:
 class Prefetch:
     """The files of one load date, prepared by a background thread."""
 
-    def __init__(self, files: Sequence[tuple[DeliveryFile, ValidationContext]]) -> None:
-        self.folder = Path(tempfile.mkdtemp(prefix="replay-prefetch-"))
+    def __init__(self, files: Sequence[tuple[DeliveryFile, ValidationContext]], under: Path) -> None:
+        under.mkdir(parents=True, exist_ok=True)
+        self.folder = Path(tempfile.mkdtemp(prefix="ahead-", dir=under))
         self.files = [_File(f.declared, f.path, ctx) for f, ctx in files]
         self.thread = threading.Thread(target=self._prepare, name="replay-prefetch", daemon=True)
         self.stop = threading.Event()  # discarded: stop at the next chunk
@@ -95,34 +97,37 @@ class Prefetch:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-_ENABLED = threading.Event()
+_FOLDER: list[Path] = []  # while enabled: where prepared files go
 _AHEAD: list[Prefetch] = []  # at most one: the next load date's
 _TAKEN = [0]  # files landed from their prepared chunks since prefetching was enabled
 
 
 @contextmanager
-def enabled() -> Iterator[None]:
-    """Prefetching for the body (the headless runner, whose runs share this process); the
-    prepared files left when it ends are removed."""
-    _ENABLED.set()
+def enabled(folder: Path) -> Iterator[None]:
+    """Prefetching for the body (the headless runner, whose runs share this process), preparing
+    into ``folder``; what it holds when the body starts was left by a run this process's lock
+    excludes (one killed), and is removed, as is what is left when the body ends."""
+    shutil.rmtree(folder, ignore_errors=True)
+    _FOLDER[:] = [folder]
     _TAKEN[0] = 0
     try:
         yield
     finally:
-        _ENABLED.clear()
+        _FOLDER.clear()
         settle()
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def is_enabled() -> bool:
-    return _ENABLED.is_set()
+    return bool(_FOLDER)
 
 
 def start(files: Sequence[tuple[DeliveryFile, ValidationContext]]) -> None:
     """Prepare ``files`` in the background, if prefetching is enabled (replacing any earlier)."""
     settle()
-    if not _ENABLED.is_set() or not files:
+    if not _FOLDER or not files:
         return
-    ahead = Prefetch(files)
+    ahead = Prefetch(files, under=_FOLDER[0])
     _AHEAD.append(ahead)
     parallel.reserve(ahead.thread)
     ahead.thread.start()
@@ -153,5 +158,5 @@ def taken_files() -> int:
 
 
 def folders() -> list[Path]:
-    """The temporary folders holding what was prepared ahead."""
+    """The folders holding what was prepared ahead."""
     return [ahead.folder for ahead in _AHEAD]
