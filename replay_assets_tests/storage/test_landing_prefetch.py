@@ -127,3 +127,19 @@ def test_what_a_killed_run_left_is_removed_by_the_next(tmp_path: Path) -> None:
         (folder,) = prefetch.folders()
         assert folder.parent == tmp_path / ".prefetch" and folder.exists()
     assert not (tmp_path / ".prefetch").exists()
+
+
+def test_without_a_folder_to_prepare_into_the_next_day_is_read(tmp_path: Path) -> None:
+    """Preparing ahead never fails a landing: a home where the folder cannot be made (here a
+    file has its name) lands the next day from its files."""
+    p = pipeline(tmp_path)
+    deliver(p, D1, "B1", lines())
+    deliver(p, D2, "B2", second_day())
+    (tmp_path / ".prefetch").write_text("not a folder")
+    with prefetch.enabled(tmp_path / ".prefetch"):
+        (tmp_path / ".prefetch").write_text("not a folder")  # enabled() cleared what it could
+        land(p, D1)
+        assert prefetch.folders() == []
+        land(p, D2)
+        assert prefetch.taken_files() == 0
+    assert rows(p, "SELECT count(DISTINCT load_date) FROM manifests") == [(2,)]

@@ -127,7 +127,10 @@ def start(files: Sequence[tuple[DeliveryFile, ValidationContext]]) -> None:
     settle()
     if not _FOLDER or not files:
         return
-    ahead = Prefetch(files, under=_FOLDER[0])
+    try:
+        ahead = Prefetch(files, under=_FOLDER[0])
+    except OSError:  # no folder to prepare into: landing reads the files itself, as always
+        return
     _AHEAD.append(ahead)
     parallel.reserve(ahead.thread)
     ahead.thread.start()
