@@ -87,18 +87,7 @@ def _land_file(
     prepared ahead under the same context lands from its prepared chunks."""
     ahead = prefetch.take(f, ctx)
     if ahead is not None:
-        return sum(
-            _land_prepared(
-                con,
-                where,
-                (c.first, [], c.problems),
-                parallel.Started(None, c.prepared, ahead=True),
-                ctx=ctx,
-                now=now,
-                found=found,
-            )
-            for c in ahead
-        )
+        return sum(_land_prepared(con, where, *c, ctx=ctx, now=now, found=found) for c in ahead)
     events = 0
     with tempfile.TemporaryDirectory(prefix="replay-chunk-") as folder:
         before: tuple[RawChunk, parallel.Started] | None = None

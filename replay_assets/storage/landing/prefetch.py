@@ -33,19 +33,12 @@ from pathlib import Path
 from replay_assets.core.events import ValidationContext
 from replay_assets.core.manifest import ManifestFile
 from replay_assets.storage.landing import parallel
-from replay_assets.storage.landing.area import DeliveryFile
-from replay_assets.storage.landing.files import LineProblem
-from replay_assets.storage.landing.prepare import Prepared
+from replay_assets.storage.landing.area import DeliveryFile, RawChunk
 
-
-@dataclass(frozen=True)
-class Ready:
-    """A chunk prepared ahead: its first line number, the problems found while reading it, and
-    the workers' pieces (their folders hold the Parquet files)."""
-
-    first: int
-    problems: dict[int, LineProblem]
-    prepared: list[Prepared]
+# A chunk prepared ahead, as landing takes it: the chunk without its lines (its first line number
+# and the problems found while reading it) and the workers' finished pieces (their folders hold
+# the Parquet files).
+Ready = tuple[RawChunk, parallel.Started]
 
 
 @dataclass
@@ -76,7 +69,8 @@ class Prefetch:
                         f.chunks = []
                         return
                     started = parallel.start(chunk, f.ctx, self.folder / f"{number}.{part}")
-                    f.chunks.append(Ready(chunk[0], chunk[2], started.results()))
+                    done = parallel.Started(None, started.results(), ahead=True)
+                    f.chunks.append(((chunk[0], [], chunk[2]), done))
                 f.verified = True
             except Exception:  # any failure only means that landing reads the file itself
                 f.chunks = []
