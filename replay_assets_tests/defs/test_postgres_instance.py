@@ -29,6 +29,8 @@ def test_the_deployment_file_is_the_embedded_default_but_its_storage() -> None:
     embedded = yaml.safe_load(PROJECT_INSTANCE_CONFIG.read_text(encoding="utf-8"))
     deployed = yaml.safe_load(DEPLOY.read_text(encoding="utf-8"))
     assert deployed.pop("storage") == {"postgres": {"postgres_url": {"env": "DAGSTER_PG_URL"}}}
+    # the embedded instance class only changes the default (SQLite) storage: PostgreSQL's replaces it
+    assert embedded.pop("instance_class") == {"module": "replay_assets.defs.instance", "class": "ReplayInstance"}
     assert deployed == embedded  # lanes, pools, run monitoring and retries as on one machine
 
 
