@@ -30,7 +30,8 @@ def test_the_deployment_file_is_the_embedded_default_but_its_storage() -> None:
     deployed = yaml.safe_load(DEPLOY.read_text(encoding="utf-8"))
     assert deployed.pop("storage") == {"postgres": {"postgres_url": {"env": "DAGSTER_PG_URL"}}}
     # the embedded instance class only changes the default (SQLite) storage: PostgreSQL's replaces it
-    assert embedded.pop("instance_class") == {"module": "replay_assets.defs.instance", "class": "ReplayInstance"}
+    embedded_class = embedded.pop("instance_class")
+    assert embedded_class == {"module": "replay_assets.defs.instance", "class": "ReplayInstance"}
     assert deployed == embedded  # lanes, pools, run monitoring and retries as on one machine
 
 
