@@ -2,6 +2,7 @@
 home's Dagster instance, until nothing is pending (``replay-assets run``)."""
 
 import fcntl
+import hashlib
 import os
 import sys
 import tempfile
@@ -30,6 +31,18 @@ PREFETCH_FOLDER = ".prefetch"  # the next load date's files prepared ahead (unde
 # Failures are reported by the summary; their traces stay in the run's event log for the UI.
 QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 PROJECT_INSTANCE_CONFIG = resources.files("replay_assets") / "dagster.yaml"  # shipped in the package
+# sha256 of each dagster.yaml an earlier version of the project wrote into a home: a home that
+# still holds one of them unchanged gets the current file (a file edited since is the operator's
+# and stays). The newest first: the file before the pooled event log (replay_assets/defs/instance.py)
+EARLIER_INSTANCE_FILES = frozenset(
+    {
+        "150872085756a87b9cc91cfd93c042768edeeb1ee695da3146100d0d08c9ddcb",
+        "d838ab7228e3b635aa370ea8b44b0885876d351cbd18afa32a53755016b7d61c",
+        "4753121a4784ac1d9be9a3752a052f36a2f335ec636c34a2620f8e2eb34d6b4a",
+        "7d72949fbd5e6b0fc5cb93687aff2a483f557b0dc42048f0c6ff6087089e3029",
+        "eff6cb6fe591f0322f3070275f6234caf1165da09a9aa18a0b1a05027ccd08aa",
+    }
+)
 # the workspace the CLI's backfills and daemon load: the installed package's definitions, so
 # they work wherever the package is installed (no repository checkout needed)
 WORKSPACE = """# written by replay-assets
@@ -52,7 +65,8 @@ class RunSummary:
 
 def instance_for(dagster_home: Path, config: Path | None = None) -> dg.DagsterInstance:
     """The home's persistent instance. Its ``dagster.yaml`` is the project's embedded default
-    (written when absent) or, with ``config`` (``REPLAY_ASSETS_DAGSTER_YAML``, e.g.
+    (written when absent, or when the file is one an earlier version wrote, unchanged) or, with
+    ``config`` (``REPLAY_ASSETS_DAGSTER_YAML``, e.g.
     ``deploy/postgres/dagster.yaml``), that file, installed whenever it differs: the daemon, the
     webserver and ``replay-assets ui`` on this Dagster home then load the same instance."""
     dagster_home.mkdir(parents=True, exist_ok=True)
@@ -64,8 +78,8 @@ def instance_for(dagster_home: Path, config: Path | None = None) -> dg.DagsterIn
             raise SettingsError(f"REPLAY_ASSETS_DAGSTER_YAML: {config} cannot be read") from None
         if not target.exists() or target.read_bytes() != wanted:
             _install(target, wanted)
-    elif not target.exists():
-        target.write_bytes(PROJECT_INSTANCE_CONFIG.read_bytes())
+    elif not target.exists() or hashlib.sha256(target.read_bytes()).hexdigest() in EARLIER_INSTANCE_FILES:
+        _install(target, PROJECT_INSTANCE_CONFIG.read_bytes())
     workspace = dagster_home / "workspace.yaml"
     if not workspace.exists():
         workspace.write_text(WORKSPACE, encoding="utf-8")

@@ -1,7 +1,8 @@
 """The embedded instance (``replay_assets/defs/instance.py``): Dagster's, with an event log that
 keeps its SQLite connections. What it must still do as Dagster's does: every process sees every
 event, the webserver's watch streams a running run's new events, a wiped log takes new events,
-and a long-lived process holds a bounded number of files open."""
+and a long-lived process holds a bounded number of files open. A home created by an earlier
+version gets it, unless its ``dagster.yaml`` was edited."""
 
 import os
 import threading
@@ -13,7 +14,9 @@ from dagster._core.events import DagsterEvent, DagsterEventType, EngineEventData
 from dagster._core.events.log import EventLogEntry
 
 from replay_assets.defs.instance import KEPT_FILES, PooledSqliteEventLogStorage, ReplayInstance
-from replay_assets.entrypoints.runner import instance_for
+from replay_assets.entrypoints.runner import PROJECT_INSTANCE_CONFIG, instance_for
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "instance"
 
 
 def _entry(run_id: str, message: str) -> EventLogEntry:
@@ -114,3 +117,21 @@ def test_a_wiped_event_log_takes_new_events_in_new_files(tmp_path: Path) -> None
     assert [r.event_log_entry.user_message for r in reader.get_records_for_run("run-1").records] == ["after"]
     storage.dispose()
     reader.dispose()
+
+
+def test_a_home_created_by_an_earlier_version_gets_the_current_file_unless_it_was_edited(
+    tmp_path: Path,
+) -> None:
+    earlier = (FIXTURES / "dagster-ed35798.yaml").read_bytes()  # the file before this instance
+    unchanged, edited = tmp_path / "unchanged", tmp_path / "edited"
+    for home, content in ((unchanged, earlier), (edited, earlier + b"# an operator's note\n")):
+        home.mkdir()
+        (home / "dagster.yaml").write_bytes(content)
+    upgraded = instance_for(unchanged)
+    assert (unchanged / "dagster.yaml").read_bytes() == PROJECT_INSTANCE_CONFIG.read_bytes()
+    assert isinstance(upgraded.event_log_storage, PooledSqliteEventLogStorage)
+    kept = instance_for(edited)
+    assert (edited / "dagster.yaml").read_bytes() == earlier + b"# an operator's note\n"
+    assert not isinstance(kept, ReplayInstance)
+    upgraded.dispose()
+    kept.dispose()
