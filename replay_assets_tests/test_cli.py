@@ -1,6 +1,8 @@
 """The command line, in-process with a temporary home; exit codes and printed evidence."""
 
 import json
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -217,6 +219,24 @@ def test_run_marks_a_killed_run_failed_and_frees_its_slots(
     assert not session.instance.get_runs(filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED]))
     assert session.query("SELECT count(*) AS n FROM load_dates")[0]["n"] == 1
     session.close()
+
+
+def test_the_command_leaves_no_write_ahead_log_when_it_exits_past_the_final_collection(
+    home: Path,
+) -> None:
+    """``python -m`` and the console script exit through ``entry``, which freezes the heap
+    instead of collecting it: every DuckDB and SQLite connection must already be closed, or
+    its log would stay beside the file."""
+    session = Session(settings_for(home, seed001.NOW), home / "dagster")
+    seed001.deliver_baseline(session.settings.landing)
+    session.close()
+    command = [sys.executable, "-m", "replay_assets.entrypoints.cli", "run", "--home", str(home)]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "1 load dates applied" in done.stdout
+    logs = [p.name for p in home.rglob("*") if p.name.endswith((".wal", "-wal", "-shm", "-journal"))]
+    assert logs == []
+    assert (home / "warehouse.duckdb").exists() and list((home / "dagster").rglob("*.db"))
 
 
 def test_usage_errors_exit_2(home: Path) -> None:

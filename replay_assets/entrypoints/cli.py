@@ -1,6 +1,7 @@
 """``replay-assets``: exit 0 ok, 1 something is blocked or failed (and it says what), 2 usage."""
 
 import argparse
+import gc
 import getpass
 import json
 import multiprocessing
@@ -389,5 +390,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
 
+def entry() -> int:
+    """The console script's and ``python -m``'s entry: ``main``, then a process exit that skips
+    the interpreter's final garbage collections. Tearing down the modules of Dagster, SQLAlchemy
+    and polars leaves hundreds of thousands of objects in reference cycles, and collecting them
+    took 0.7-1.1 s after every command on this machine kind (the no-op ``run`` is 2 s in all).
+    Freezing moves every live object out of the collector's reach: objects are still released
+    by reference counting, only cyclic garbage is left to the operating system. Every connection
+    the command opened is already closed (``test_cli.py`` checks no WAL is left beside the
+    warehouse or the event log). Not in ``main``, which tests call in-process."""
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    gc.freeze()
+    return code
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(entry())

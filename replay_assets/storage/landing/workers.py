@@ -76,9 +76,13 @@ class _Worker:
     def alive(self) -> bool:
         return self.process.poll() is None
 
-    def close(self) -> None:
+    def stop(self) -> None:
+        """Ask the worker to leave: it exits when its job pipe ends."""
         if self.process.stdin is not None:
             self.process.stdin.close()
+
+    def close(self) -> None:
+        self.stop()
         try:
             self.process.wait(timeout=10)
         except subprocess.TimeoutExpired:
@@ -112,6 +116,8 @@ class Pool:
         return Batch(self, chosen)
 
     def close(self) -> None:
+        for worker in self.workers:  # every worker winds down at once, then each is awaited
+            worker.stop()
         for worker in self.workers:
             worker.close()
         self.workers = []
@@ -151,6 +157,7 @@ def _serve() -> None:
         try:
             function, argument = _read(jobs)
         except EOFError:
+            gc.freeze()  # the parent waits for this exit: skip the final collections (cli.entry)
             return
         try:
             outcome: tuple[bool, object] = (True, function(argument))
