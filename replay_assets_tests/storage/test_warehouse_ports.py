@@ -14,6 +14,7 @@ import sys
 import threading
 from pathlib import Path
 
+import duckdb
 import pytest
 
 from replay_assets.core.errors import ErrorCode, ReplayError
@@ -158,6 +159,16 @@ def test_a_reader_refuses_an_outdated_warehouse_rather_than_migrating_it(
             pass
     assert outdated.value.code is ErrorCode.WAREHOUSE_OUTDATED
     assert _files(tmp_path) == before
+
+
+def test_a_reader_refuses_a_duckdb_file_no_release_migrated(ports: Ports, tmp_path: Path) -> None:
+    _writer, reader = ports
+    duckdb.connect(str(tmp_path / "warehouse.duckdb")).close()  # a DuckDB file without our tables
+    with pytest.raises(ReplayError) as outdated:
+        with reader.read():
+            pass
+    assert outdated.value.code is ErrorCode.WAREHOUSE_OUTDATED
+    assert "schema version 0" in str(outdated.value)
 
 
 HOLDER = """

@@ -259,11 +259,13 @@ def _open_retrying(path: Path, deadline: float, *, read_only: bool) -> duckdb.Du
 
 
 def schema_version(con: duckdb.DuckDBPyConnection) -> int:
-    """The newest migration applied to the database behind ``con`` (0 for none)."""
-    table = one(con, "SELECT 1 FROM information_schema.tables WHERE table_name = 'schema_migrations'")
-    if table is None:
+    """The newest migration applied to the database behind ``con`` (0 for none). Asks the table
+    itself: ``information_schema`` lists the whole catalog first, about 16 ms on a fresh
+    connection to the warehouse, and every open asks this (design.md, "Verified facts")."""
+    try:
+        row = one(con, "SELECT coalesce(max(version), 0) FROM schema_migrations")
+    except duckdb.CatalogException:  # no migration ever ran on this database
         return 0
-    row = one(con, "SELECT coalesce(max(version), 0) FROM schema_migrations")
     return int(row[0]) if row else 0
 
 
