@@ -122,7 +122,7 @@ def run_pipeline(
     if profile:
         out = Path(profile) / f"{case}.txt"
         out.parent.mkdir(parents=True, exist_ok=True)
-        command = ["py-spy", "record", "-r", "50", "-f", "raw", "-o", str(out), "--", *command]
+        command = ["py-spy", "record", "--idle", "-r", "50", "-f", "raw", "-o", str(out), "--", *command]
     env = {**os.environ, **(engine or {}), "REPLAY_ASSETS_NOW": now}
     started = time.monotonic()
     child = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)

@@ -24,3 +24,30 @@ def test_benchmark_pipeline_equals_reference_fold(tmp_path: Path) -> None:
     assert len(list((tmp_path / "home" / "landing" / "erp").glob("*/*.manifest.json"))) == 5 * 3 + 3
     assert "peer shape: 1500 events over 5 load dates x 3 batches" in done.stdout
     assert "target <= 12x" in done.stdout
+
+
+def test_profile_summary_charges_a_statement_helper_to_its_caller(tmp_path: Path) -> None:
+    root = "<module> (replay-assets:10);entry (/x/replay_assets/entrypoints/cli.py:402)"
+    insert = f"{root};_insert_staged (/x/replay_assets/storage/landing/ingest.py:175)"
+    raw = tmp_path / "main.txt"
+    raw.write_text(
+        f"{insert} 30\n"
+        f"{root};_sums (/x/replay_assets/storage/apply/state_digest.py:100);"
+        "one (/x/replay_assets/storage/db/warehouse.py:302);fetchall (duckdb/x.py:1) 20\n"
+        "_bootstrap (threading.py:995);run (threading.py:975) 10\n",
+        encoding="utf-8",
+    )
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT.with_name("profile_summary.py")), str(raw), "--rate", "10"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    rows = [line.split(maxsplit=2) for line in done.stdout.splitlines()[1:]]
+    assert rows == [
+        ["3.00", "50.0%", "_insert_staged (storage/landing/ingest.py:175)"],
+        ["2.00", "33.3%", "_sums (storage/apply/state_digest.py:100)"],
+        ["1.00", "16.7%", "(outside the project) _bootstrap (threading.py:995)"],
+        ["6.00", "100%", "all samples"],
+    ]
