@@ -33,7 +33,7 @@ QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 PROJECT_INSTANCE_CONFIG = resources.files("replay_assets") / "dagster.yaml"  # shipped in the package
 # sha256 of each dagster.yaml an earlier version of the project wrote into a home: a home that
 # still holds one of them unchanged gets the current file (a file edited since is the operator's
-# and stays). The newest first: the file before the pooled event log (replay_assets/defs/instance.py)
+# and stays). Listed newest first: the file before the pooled event log (replay_assets/defs/instance.py)
 EARLIER_INSTANCE_FILES = frozenset(
     {
         "150872085756a87b9cc91cfd93c042768edeeb1ee695da3146100d0d08c9ddcb",
