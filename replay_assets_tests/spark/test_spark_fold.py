@@ -8,22 +8,29 @@ from hypothesis import given, settings
 from pyspark.sql import SparkSession
 
 from replay_assets.core.fold import Committed, FoldInput, fold_reference
+from replay_assets.storage.apply.fold_sql import FOLD_PARAMS
 from replay_assets.storage.spark.dialect import render
-from replay_assets.storage.spark.fold import fold
+from replay_assets.storage.spark.fold import SPARK_FOLD_SQL, fold
 from replay_assets.storage.spark.frames import to_polars, to_spark
-from replay_assets_tests.storage.test_fold_sql import as_frames, fold_inputs, frame_to_result
+from replay_assets_tests.storage.test_fold_sql import COARSE, as_frames, fold_inputs, frame_to_result
+
+SPARK_COARSE = render(COARSE, FOLD_PARAMS)
 
 
-def spark_fold(spark: SparkSession, case: tuple[list[FoldInput], dict, dict]) -> object:
+def spark_fold(
+    spark: SparkSession, case: tuple[list[FoldInput], dict, dict], statement: str = SPARK_FOLD_SQL
+) -> object:
     for name, frame in zip(("_events", "_committed", "_registry"), as_frames(*case), strict=True):
         to_spark(spark, frame).createOrReplaceTempView(name)
-    return frame_to_result(to_polars(fold(spark).orderBy("pos")))
+    return frame_to_result(to_polars(fold(spark, statement).orderBy("pos")))
 
 
 @settings(max_examples=60, deadline=None)
 @given(fold_inputs())
 def test_spark_fold_equals_oracle(spark: SparkSession, case: tuple[list[FoldInput], dict, dict]) -> None:
-    assert spark_fold(spark, case) == fold_reference(*case)
+    expected = fold_reference(*case)
+    assert spark_fold(spark, case) == expected
+    assert spark_fold(spark, case, SPARK_COARSE) == expected
 
 
 def test_spark_fold_fences_stale_and_picks_the_highest_version(spark: SparkSession) -> None:

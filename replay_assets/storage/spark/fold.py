@@ -17,6 +17,6 @@ from replay_assets.storage.spark.dialect import render
 SPARK_FOLD_SQL = render(FOLD_SQL, FOLD_PARAMS)
 
 
-def fold(spark: SparkSession) -> DataFrame:
+def fold(spark: SparkSession, statement: str = SPARK_FOLD_SQL) -> DataFrame:
     """Fold the session's ``_events`` onto ``_committed`` and ``_registry``: one row per event."""
-    return spark.sql(SPARK_FOLD_SQL, args=FOLD_PARAMS)
+    return spark.sql(statement, args=FOLD_PARAMS)
