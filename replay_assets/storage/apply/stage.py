@@ -14,6 +14,24 @@ CUSTOMER_KEY_SQL = "'[\"' || customer_id || '\"]'"
 
 
 FOLD_TABLES = ("_events", "_committed", "_registry", "_fold", "_folded", "_groups")
+# What the fold and the committed state's lookup read of each event: ``_events`` carries only
+# these, and ``_folded`` joins the outcomes back to the staged rows once. A copy of all 26 columns
+# before the fold and another after it cost, on a 1M-event load date under a 150 MB memory limit,
+# 1.07 + 0.90 s against 0.64 + 0.69 s now.
+FOLD_COLUMNS = (
+    "source",
+    "event_id",
+    "source_seq",
+    "entity",
+    "key",
+    "version",
+    "content_sha256",
+    "image_sha256",
+    "order_id",
+    "line_no",
+    "customer_id",
+)
+_DAYS_EVENTS = "s.load_date = $day AND list_contains($batches, s.batch_id)"
 
 
 def stage_fold(con: duckdb.DuckDBPyConnection, batches: list[str], load_date: str) -> None:
@@ -22,10 +40,11 @@ def stage_fold(con: duckdb.DuckDBPyConnection, batches: list[str], load_date: st
     as of the load date before, with the group it sits in), ``_registry`` (registry rows sharing
     an event id or a source_seq), ``_fold`` and ``_folded`` (the events with their outcomes)."""
     params: dict[str, object] = {"batches": batches, "day": load_date}
+    position = f"CAST({_position(con, params)} AS BIGINT)"
     con.execute(
         f"""CREATE OR REPLACE TEMP TABLE _events AS
-        SELECT s.*, CAST({_position(con, params)} AS BIGINT) AS pos
-        FROM staged_events s WHERE s.load_date = $day AND list_contains($batches, s.batch_id)""",
+        SELECT {", ".join(f"s.{c}" for c in FOLD_COLUMNS)}, {position} AS pos
+        FROM staged_events s WHERE {_DAYS_EVENTS}""",
         params,
     )
     from_latest = latest.holds_before(con, load_date)
@@ -42,8 +61,11 @@ def stage_fold(con: duckdb.DuckDBPyConnection, batches: list[str], load_date: st
     )
     fold_into(con)
     con.execute(
-        """CREATE OR REPLACE TEMP TABLE _folded AS
-        SELECT e.*, f.outcome, f.rule, f.winner FROM _events e JOIN _fold f USING (pos)"""
+        f"""CREATE OR REPLACE TEMP TABLE _folded AS
+        SELECT s.*, f.outcome, f.rule, f.winner
+        FROM (SELECT s.*, {position} AS pos FROM staged_events s WHERE {_DAYS_EVENTS}) s
+        JOIN _fold f USING (pos)""",
+        params,
     )
 
 
