@@ -21,14 +21,18 @@ from replay_assets.core.fold import Outcome
 # with its payload, a hash aggregate does not. Only groups of two or more events can decide
 # anything (a first event id, a first content for a source_seq, a first event in a version's slot,
 # a highest accepted version), so each aggregate runs over its "twins" only: the events whose group
-# key's 64-bit bucket (``hash``) occurs twice or more, found by grouping integers. A bucket shared
-# by two different keys only adds candidates, never removes one, so the result is exact; a test
-# renders the statement with three buckets to prove it. The wide aggregates and their joins were
-# most of the fold's cost and made it spill: on a 1M-event load date, 1.87 s -> 0.99 s at a 1 GB
-# memory limit and 6.18 s -> 2.06 s at 150 MB. The statement is written in the SQL both engines
-# parse (``min_by``, ``hash``, explicit ``GROUP BY`` columns): the Spark adapter
-# (``storage/spark/fold.py``) renders the same text, dropping the ``MATERIALIZED`` hints and marking
-# parameters its way, so there is one fold statement.
+# key's 64-bit bucket (``hash``) occurs twice or more among the load date's events, found by
+# grouping integers. A bucket shared by two keys, or counted with events the step then leaves out
+# (stale, duplicate), only adds candidates, never removes one, so the result is exact; a test
+# renders the statement with three buckets to prove it. The twins are counted over ``_events``, not
+# over a materialized step: a third reader of one made DuckDB buffer it past the memory limit at
+# 10M events. The wide aggregates and their joins were most of the fold's cost and made it spill:
+# 1M events under the 1 GB memory limit 1.87 -> 0.99 s, under 150 MB 6.18 -> 2.06 s; 10M events
+# 59.8 -> 18.9 s (and it now also fits in 400 MB, where it ran out of memory before).
+# The statement is written in the SQL both engines parse (``min_by``, ``hash``, explicit
+# ``GROUP BY`` columns): the Spark adapter (``storage/spark/fold.py``) renders the same text,
+# dropping the ``MATERIALIZED`` hints and marking parameters its way, so there is one fold
+# statement.
 _FOLD_TEMPLATE = """
 WITH id_twins AS (
     SELECT {ids} AS h FROM _events
@@ -65,7 +69,7 @@ WITH id_twins AS (
         rule0 IS NULL AND NOT dup_id AND (cv IS NULL OR version > cv) AS above
     FROM ruled
 ), slot_twins AS (
-    SELECT {slots} AS h FROM fenced WHERE above
+    SELECT {slots} AS h FROM _events
     GROUP BY {slots} HAVING count(*) > 1
 ), slots AS (
     SELECT entity, key, version, min(pos) AS slot_pos, min_by(image_sha256, pos) AS slot_image
@@ -84,7 +88,7 @@ WITH id_twins AS (
     FROM fenced f
     LEFT JOIN slots s ON s.entity = f.entity AND s.key = f.key AND s.version = f.version
 ), top_twins AS (
-    SELECT {tops} AS h FROM outcomes WHERE outcome = $accepted
+    SELECT {tops} AS h FROM _events
     GROUP BY {tops} HAVING count(*) > 1
 ), tops AS (
     SELECT entity, key, max(version) AS top FROM outcomes
