@@ -1,13 +1,15 @@
 """The production-volume benchmark at a tiny size, so it keeps working (no timing asserted): in
 the peers' shape (issue 16: 5 load dates of 3 batches, the reference folding the delivered JSONL
 in the same invocation) and with a correction after it, the pipeline's published tables equal the
-bare reference fold of the same generated stream, and the ratio is printed."""
+bare reference fold of the same generated stream, and the ratio is printed; the fold benchmark
+folds that home's first load date again under two memory limits."""
 
 import subprocess
 import sys
 from pathlib import Path
 
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "replay_bench.py"
+FOLD_BENCH = SCRIPT.with_name("fold_bench.py")
 
 
 def test_benchmark_pipeline_equals_reference_fold(tmp_path: Path) -> None:
@@ -24,6 +26,27 @@ def test_benchmark_pipeline_equals_reference_fold(tmp_path: Path) -> None:
     assert len(list((tmp_path / "home" / "landing" / "erp").glob("*/*.manifest.json"))) == 5 * 3 + 3
     assert "peer shape: 1500 events over 5 load dates x 3 batches" in done.stdout
     assert "target <= 12x" in done.stdout
+    # the fold benchmark stages the home's first load date again, alike under each memory limit
+    folded = subprocess.run(
+        [
+            sys.executable,
+            str(FOLD_BENCH),
+            str(tmp_path / "home" / "warehouse.duckdb"),
+            "--limits",
+            "1GB,100MB",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert folded.returncode == 0, folded.stdout + folded.stderr
+    lines = folded.stdout.splitlines()
+    assert [line.split()[0] for line in lines[1:]] == ["1GB", "100MB"]
+    assert lines[1].split("  ")[-1] == lines[2].split("  ")[-1]
+    outcomes = [part.split() for part in lines[1].split("  ")[-1].split(", ")]
+    assert outcomes[0][0] == "accepted"
+    assert all(int(winners) <= int(events) for _, events, winners in outcomes)
+    assert 300 <= sum(int(events) for _, events, _ in outcomes) < 400  # about 1500 / 5, duplicates too
 
 
 def test_profile_summary_charges_a_statement_helper_to_its_caller(tmp_path: Path) -> None:
