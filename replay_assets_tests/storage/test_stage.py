@@ -10,8 +10,8 @@ from replay_assets.storage.apply.stage import drop_fold, stage_fold
 from replay_assets_tests.helpers import drive
 from replay_assets_tests.storage.test_bad_input import D1, deliver, event, make_pipeline
 
-# what ``_folded`` carries beyond the staged row, and the staged columns that say where it came from
-PAST = 1 << 32
+PAST = 1 << 32  # line numbers this far leave the arithmetic numbering's 32 bits
+# the outcomes ``_folded`` adds to a staged row, and staged columns that say which row it is
 OUTCOME = "batch_id, source_file, event_id, outcome, rule, winner, version, amount_minor"
 
 
