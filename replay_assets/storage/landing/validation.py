@@ -24,6 +24,7 @@ from replay_assets.core.events import (
     ENVELOPE_REQUIRED,
     ID_PATTERN,
     ORDER_IMAGE,
+    TOMBSTONE_IMAGE_SHA,
     ValidationContext,
 )
 from replay_assets.storage.db.warehouse import query_frame
@@ -212,6 +213,46 @@ def _checked(source: str, lists: bool) -> str:
     FROM {source}"""
 
 
+def events_sql(source: str, *, hashed: bool) -> str:
+    """The staged-event columns of the relation ``source`` (SQL text of our own) of checked,
+    typed values (``entity``, ``op``, ``event_id``, ``event_time``, ``source_seq``, ``version``,
+    ``k_*`` and ``a_*``). With ``hashed``, ``content_sha256`` and ``image_sha256``; without, the
+    canonical texts they are the sha256 of, as ``content_json`` and ``image_json`` (NULL for a
+    delete, whose image sha256 is the tombstone marker)."""
+    content = """concat('{"after":', coalesce(image_json, 'null'), ',"entity":"', entity, '","event_id":"',
+        event_id, '","event_time":"', event_time, '","key":', key_object, ',"op":"', op,
+        '","schema_version":1,"source_seq":', source_seq, ',"version":', version, '}')"""
+    hashes = (
+        f"sha256({content}) AS content_sha256, "
+        f"coalesce(sha256(image_json), '{TOMBSTONE_IMAGE_SHA}') AS image_sha256"
+        if hashed
+        else f"{content} AS content_json, image_json"
+    )
+    return f"""
+SELECT line_number, event_id, source_seq, entity, op, key, version, event_time, {hashes},
+    CASE WHEN entity = 'order_line' THEN k_order_id END AS order_id,
+    CASE WHEN entity = 'order_line' THEN k_line_no END AS line_no,
+    CASE WHEN op = 'upsert' AND entity = 'order_line' THEN a_store_id END AS store_id,
+    CASE WHEN entity = 'customer' THEN k_customer_id WHEN op = 'upsert' THEN a_customer_id END AS customer_id,
+    CASE WHEN op = 'upsert' THEN a_product_id END AS product_id,
+    CASE WHEN op = 'upsert' THEN a_business_date END AS business_date,
+    CASE WHEN op = 'upsert' THEN a_quantity END AS quantity,
+    CASE WHEN op = 'upsert' THEN a_amount_minor END AS amount_minor,
+    CASE WHEN op = 'upsert' THEN a_cost_minor END AS cost_minor,
+    CASE WHEN op = 'upsert' THEN a_status END AS status,
+    CASE WHEN op = 'upsert' THEN a_name END AS name,
+    CASE WHEN op = 'upsert' THEN a_segment END AS segment
+FROM (
+    SELECT *,
+        CASE WHEN entity = 'order_line' THEN concat('["', k_order_id, '",', k_line_no, ']')
+             ELSE concat('["', k_customer_id, '"]') END AS key,
+        CASE WHEN entity = 'order_line'
+             THEN concat('{{"line_no":', k_line_no, ',"order_id":"', k_order_id, '"}}')
+             ELSE concat('{{"customer_id":"', k_customer_id, '"}}') END AS key_object,
+        CASE WHEN op <> 'delete' THEN {_image(sorted(_ORDER), sorted(_CUSTOMER))} END AS image_json
+    FROM {source})"""
+
+
 _SQL = rf"""
 WITH t1 AS MATERIALIZED (
     SELECT line_number, line, try(json_transform(line, '{_T1_STRUCT}')) AS e FROM _SOURCE_
@@ -256,33 +297,9 @@ WITH t1 AS MATERIALIZED (
 ), checked AS (
     SELECT * FROM checked1 UNION ALL BY NAME SELECT * FROM checked2
 ), certified AS (
-    SELECT *,
-        CASE WHEN entity = 'order_line' THEN concat('["', k_order_id, '",', k_line_no, ']')
-             ELSE concat('["', k_customer_id, '"]') END AS key,
-        CASE WHEN entity = 'order_line'
-             THEN concat('{{"line_no":', k_line_no, ',"order_id":"', k_order_id, '"}}')
-             ELSE concat('{{"customer_id":"', k_customer_id, '"}}') END AS key_object,
-        CASE WHEN op <> 'delete' THEN {_image(sorted(_ORDER), sorted(_CUSTOMER))} END AS image_json
-    FROM checked WHERE ok AND version IS NOT NULL
+    SELECT * FROM checked WHERE ok AND version IS NOT NULL
 )
-SELECT line_number, event_id, source_seq, entity, op, key, version, event_time,
-    sha256(concat('{{"after":', coalesce(image_json, 'null'), ',"entity":"', entity, '","event_id":"',
-        event_id, '","event_time":"', event_time, '","key":', key_object, ',"op":"', op,
-        '","schema_version":1,"source_seq":', source_seq, ',"version":', version, '}}')) AS content_sha256,
-    coalesce(sha256(image_json), 'tombstone') AS image_sha256,
-    CASE WHEN entity = 'order_line' THEN k_order_id END AS order_id,
-    CASE WHEN entity = 'order_line' THEN k_line_no END AS line_no,
-    CASE WHEN op = 'upsert' AND entity = 'order_line' THEN a_store_id END AS store_id,
-    CASE WHEN entity = 'customer' THEN k_customer_id WHEN op = 'upsert' THEN a_customer_id END AS customer_id,
-    CASE WHEN op = 'upsert' THEN a_product_id END AS product_id,
-    CASE WHEN op = 'upsert' THEN a_business_date END AS business_date,
-    CASE WHEN op = 'upsert' THEN a_quantity END AS quantity,
-    CASE WHEN op = 'upsert' THEN a_amount_minor END AS amount_minor,
-    CASE WHEN op = 'upsert' THEN a_cost_minor END AS cost_minor,
-    CASE WHEN op = 'upsert' THEN a_status END AS status,
-    CASE WHEN op = 'upsert' THEN a_name END AS name,
-    CASE WHEN op = 'upsert' THEN a_segment END AS segment
-FROM certified"""
+""" + events_sql("certified", hashed=True)
 
 
 def candidates(lines: pl.DataFrame, max_line_bytes: int) -> pl.Series:
