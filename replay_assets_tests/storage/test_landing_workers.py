@@ -14,7 +14,7 @@ import pytest
 
 from replay_assets.storage.landing import parallel, workers
 from replay_assets.usecases.land import land
-from replay_assets_tests.core.test_line_grammar import renderings, variants
+from replay_assets_tests.storage.test_certify import renderings, variants
 from replay_assets_tests.storage.test_bad_input import D1, deliver, event, make_pipeline, rows
 
 TABLES = {
