@@ -1,4 +1,4 @@
-"""The fast path of :func:`core.events.parse_event`, per line, in the standard library's regex.
+"""The grammars of the fast path of :func:`core.events.parse_event`: which lines may be certified.
 
 A line is *certified* only when it is, character for character, one of the two renderings the
 contract's producers write: compact JSON in the contract's field order (SPEC 2.2), or compact
@@ -6,27 +6,21 @@ JSON with sorted keys (what ``canonical_json`` and Parquet deliveries give). Eac
 regular grammar here: fixed field names in a fixed order (so no unknown, missing or duplicated
 field), strings drawn from their field's character set (ids, dates, times, the closed sets; no
 escape, quote or control character anywhere), integers as JSON writes them (no sign, no leading
-zero, no fraction) in 0..1e12. What a grammar cannot say is checked after the match: calendar
-validity and the business-date window (cached per distinct value), the key equal to the image's
-key, ``source_seq`` inside the declared slice, an upsert with an image and a delete without.
+zero, no fraction) in 0..1e12. The grammars are regular expressions in the syntax both Python's
+``re`` and Rust's ``regex`` read the same way (no backreference or lookaround, ASCII classes).
 
-A certified line yields the values ``parse_event`` would give (canonical key, content and image
-sha256); any other line — suspect, malformed, rejected, blocking, upcast, another layout — is
-not certified and goes to the slower tiers, so reasons, details and line numbers stay the
-oracle's. A property test proves both agree. Measured on this machine (2 cores) at about 4 us a
-line in one process, against about 5 us for DuckDB's JSON path over both cores; the landing
-runs it in worker processes, one per core (``storage/landing/parallel.py``).
+``storage/landing/certify.py`` matches them set-based and checks what a grammar cannot say
+(calendar validity, the business-date window, the key equal to the image's key, the declared
+slice, an upsert with an image and a delete without). Any other line goes to the slower tiers,
+so reasons, details and line numbers stay the oracle's.
 """
 
 from __future__ import annotations
 
-import datetime as dt
-import hashlib
 import re
-from collections.abc import Callable, Sequence
-from operator import itemgetter
+from collections.abc import Sequence
 
-from replay_assets.core.events import CUSTOMER_IMAGE, ORDER_IMAGE, TOMBSTONE_IMAGE_SHA, ValidationContext
+from replay_assets.core.events import CUSTOMER_IMAGE, ORDER_IMAGE
 
 _ID = "[A-Za-z0-9][A-Za-z0-9_.|-]{0,79}"  # events.ID_PATTERN
 _INT = "0|[1-9][0-9]{0,11}|1000000000000"  # a JSON integer in 0..1e12
@@ -53,12 +47,6 @@ _VALUE = {
     "name": (_TEXT, True),
     "segment": (_TEXT, True),
 }
-# the values a certified line gives, in this order (ints as their digits)
-GROUPS = (
-    "event_id", "source_seq", "op", "version", "event_time", "after",
-    "k_order_id", "k_line_no", "k_customer_id",
-    *(f"a_{n}" for n in (*ORDER_IMAGE, "name", "segment")),
-)  # fmt: skip
 
 
 def _field(name: str, group: str, pattern: str, quoted: bool) -> str:
@@ -115,127 +103,3 @@ INT_COLUMNS = frozenset({"source_seq", "version", "line_no", "quantity", "amount
 # the contract's field order), WITH_VERSION (``version`` present) and the ``after`` form times
 # AFTER (0 absent, 1 null, 2 an image).
 SORTED, WITH_VERSION, AFTER = 1, 2, 4
-Staged = tuple[object, ...]
-
-
-class _Dates:
-    """Calendar checks cached per distinct text (a load date holds few distinct dates)."""
-
-    def __init__(self, ctx: ValidationContext) -> None:
-        self.ctx = ctx
-        self.business: dict[str, bool] = {}
-        self.times: dict[str, bool] = {}
-
-    def business_ok(self, text: str) -> bool:
-        known = self.business.get(text)
-        if known is None:
-            try:
-                day = dt.date.fromisoformat(text)
-                known = self.ctx.business_date_start <= day <= self.ctx.business_date_end
-            except ValueError:
-                known = False
-            self.business[text] = known
-        return known
-
-    def time_ok(self, text: str) -> bool:
-        known = self.times.get(text)
-        if known is None:
-            try:
-                known = dt.datetime.fromisoformat(text).utcoffset() == dt.timedelta(0)
-            except ValueError:
-                known = False
-            self.times[text] = known
-        return known
-
-
-_SHA = hashlib.sha256
-
-
-def certifier(ctx: ValidationContext) -> Callable[[Sequence[str]], list[Staged]]:
-    """A function from lines to the staged events of those it certifies, each led by its index
-    in ``lines``; ints are their digit texts (see :data:`INT_COLUMNS`)."""
-    dates = _Dates(ctx)
-    low, high = ctx.seq_low, ctx.seq_high
-    sliced = low is not None or high is not None
-    grammars = [(entity, g.fullmatch, _getter(g), SORTED * sort) for entity, g, sort in GRAMMARS]
-
-    def certify(lines: Sequence[str]) -> list[Staged]:
-        out: list[Staged] = []
-        for index, line in enumerate(lines):
-            for grammar in grammars:
-                m = grammar[1](line)
-                if m is not None:
-                    row = _event(index, grammar[0], grammar[2](m), dates=dates, layout=grammar[3])
-                    break
-            else:
-                continue
-            if row is None:
-                continue
-            if sliced:
-                seq = int(row[2])  # type: ignore[call-overload]
-                if (low is not None and seq < low) or (high is not None and seq > high):
-                    continue
-            out.append(row)
-        return out
-
-    return certify
-
-
-def _getter(grammar: re.Pattern[str]) -> Callable[[re.Match[str]], tuple[str | None, ...]]:
-    """The match's values in :data:`GROUPS` order, None for a group this grammar lacks."""
-    names = grammar.groupindex
-    picks = itemgetter(*(names[g] - 1 if g in names else grammar.groups for g in GROUPS))
-    return lambda m: picks((*m.groups(), None))
-
-
-def _event(
-    index: int, entity: str, v: tuple[str | None, ...], *, dates: _Dates, layout: int
-) -> Staged | None:
-    (event_id, seq, op, version, time, after, k_order, k_line, k_customer,
-     order_id, line_no, store, customer, product, day, quantity, amount, cost, status,
-     name, segment) = v  # fmt: skip
-    if not dates.time_ok(time):  # type: ignore[arg-type]
-        return None
-    form = 0 if after is None else 1 if after == "null" else 2
-    rendering = layout + (WITH_VERSION if version else 0) + AFTER * form
-    version = version or seq
-    upsert = op == "upsert"
-    if upsert != (after is not None and after != "null"):
-        return None
-    if entity == "order_line":
-        key_json = f'{{"line_no":{k_line},"order_id":"{k_order}"}}'
-        key = f'["{k_order}",{k_line}]'
-        if upsert:
-            if order_id != k_order or line_no != k_line or not dates.business_ok(day):  # type: ignore[arg-type]
-                return None
-            image = (
-                f'{{"amount_minor":{amount},"business_date":"{day}","cost_minor":{cost},'
-                f'"customer_id":"{customer}","line_no":{line_no},"order_id":"{order_id}",'
-                f'"product_id":"{product}","quantity":{quantity},"status":"{status}","store_id":"{store}"}}'
-            )
-    else:
-        key_json = f'{{"customer_id":"{k_customer}"}}'
-        key = f'["{k_customer}"]'
-        if upsert:
-            if customer != k_customer:
-                return None
-            image = f'{{"customer_id":"{customer}","name":"{name}","segment":"{segment}"}}'
-    content = (
-        f'{{"after":{image if upsert else "null"},"entity":"{entity}","event_id":"{event_id}",'
-        f'"event_time":"{time}","key":{key_json},"op":"{op}","schema_version":1,'
-        f'"source_seq":{seq},"version":{version}}}'
-    )
-    image_sha = _SHA(image.encode()).hexdigest() if upsert else TOMBSTONE_IMAGE_SHA
-    image_values: tuple[str | None, ...]
-    if entity == "order_line":
-        image_values = (
-            (k_order, k_line, store, customer, product, day, quantity, amount, cost, status, None, None)
-            if upsert
-            else (k_order, k_line, None, None, None, None, None, None, None, None, None, None)
-        )
-    else:
-        image_values = (None, None, None, k_customer, None, None, None, None, None, None, name, segment)
-    return (
-        index, event_id, seq, entity, op, key, version, time,
-        _SHA(content.encode()).hexdigest(), image_sha, *image_values, rendering,
-    )  # fmt: skip

@@ -1,5 +1,6 @@
-"""The grammar certifies a line only when the oracle ``parse_event`` accepts it, and then gives
-exactly the oracle's event; every line in the contract's two renderings is certified."""
+"""The grammar's certification (``storage/landing/certify.py``) certifies a line only when the
+oracle ``parse_event`` accepts it, and then gives exactly the oracle's event; every line in the
+contract's two renderings is certified."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from replay_assets.core.events import Event, ValidationContext, parse_event
-from replay_assets.core.line_grammar import INT_COLUMNS, STAGED_COLUMNS, certifier
+from replay_assets.storage.landing.certify import certify
 from replay_assets_tests.storage.test_validation_fast_path import (
     BASE,
     CTX,
@@ -22,12 +23,11 @@ from replay_assets_tests.storage.test_validation_fast_path import (
 )
 
 
-def certified(lines_: list[str], ctx: ValidationContext) -> dict[int, dict[str, Any]]:
+def certified(
+    lines_: list[str], ctx: ValidationContext, skip: list[int] | None = None
+) -> dict[int, dict[str, Any]]:
     out = {}
-    for row in certifier(ctx)(lines_):
-        values = dict(zip(STAGED_COLUMNS, row, strict=True))
-        for name in INT_COLUMNS:
-            values[name] = None if values[name] is None else int(values[name])
+    for values in certify(ctx, lines_, skip=skip or []).to_dicts():
         values.pop("rendering")
         out[values.pop("line_index")] = values
     return out
@@ -83,6 +83,15 @@ def test_lines_the_oracle_refuses_or_another_layout_are_left_to_it() -> None:
     assert not isinstance(parse_event(refused[-1], CTX), Event)
     sliced = [renderings({**BASE, "source_seq": seq})[0] for seq in (9, 10, 500, 501)]  # slice 10..500
     assert sorted(certified(sliced, SLICED)) == [1, 2]
+
+
+def test_lines_to_skip_are_never_certified_and_the_rest_keep_their_index() -> None:
+    """A line rejected while it was read keeps only evidence text, which may look valid."""
+    lines_ = [line for event in variants() for line in renderings(event)]
+    got = certified(lines_, CTX, skip=[0, 3, len(lines_) - 1])
+    assert sorted(got) == [i for i in range(len(lines_)) if i not in (0, 3, len(lines_) - 1)]
+    assert certified(lines_, CTX, skip=list(range(len(lines_)))) == {}
+    assert certified([], CTX) == {}
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -14,8 +14,8 @@ import pytest
 
 from replay_assets.storage.landing import parallel, workers
 from replay_assets.usecases.land import land
-from replay_assets_tests.storage.test_certify import renderings, variants
 from replay_assets_tests.storage.test_bad_input import D1, deliver, event, make_pipeline, rows
+from replay_assets_tests.storage.test_certify import renderings, variants
 
 TABLES = {
     "raw_receipts": "SELECT * EXCLUDE (landed_at) FROM raw_receipts",

@@ -5,14 +5,13 @@ Reads no file and touches no warehouse: it takes lines the landing process read 
 against the manifest), and writes two Parquet files into a folder that process owns:
 ``lines.parquet`` (every non-blank line's number and the sha256 of its raw bytes; its text, or
 when the grammar certified it, how it was rendered) and ``staged.parquet`` (the staged event of
-each certified line). Importing this module is cheap on purpose (no DuckDB, no Dagster): it is
-what a worker process imports.
+each certified line, from ``certify.py``). Importing this module is cheap on purpose (no
+warehouse, no Dagster; DuckDB only in memory): it is what a worker process imports.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +19,7 @@ from pathlib import Path
 import polars as pl
 
 from replay_assets.core.events import ValidationContext
-from replay_assets.core.line_grammar import INT_COLUMNS, STAGED_COLUMNS, certifier
+from replay_assets.storage.landing.certify import certify, sha256_hex
 from replay_assets.storage.landing.files import LineProblem
 
 LINES_FILE = "lines.parquet"
@@ -57,41 +56,35 @@ def job(
 def prepare(work: Job) -> Prepared:
     cpu = time.process_time()
     first, lines, problems = work.first, work.lines, work.problems
-    sha = hashlib.sha256
-    digests = [sha(s.encode()).hexdigest() for s in lines]
-    for number, problem in problems.items():
-        digests[number - first] = problem.sha256
-    blank = [i for i, s in enumerate(lines) if not s.strip() and first + i not in problems]
-    rows = certifier(work.ctx)(lines)
-    if problems:
-        rows = [r for r in rows if first + r[0] not in problems]  # type: ignore[operator]
-    rendering: list[int | None] = [None] * len(lines)
-    for row in rows:
-        rendering[row[0]] = row[-1]  # type: ignore[call-overload]
-    frame = pl.DataFrame(
-        {
-            "line_number": pl.int_range(first, first + len(lines), dtype=pl.Int64, eager=True),
-            "sha256": digests,
-            # each fact once: a certified line is its staged event rendered again, not a payload
-            "line": [s if r is None else None for s, r in zip(lines, rendering, strict=True)],
-            "rendering": rendering,
-        },
-        schema={"line_number": pl.Int64, "sha256": pl.String, "line": pl.String, "rendering": pl.Int8},
+    staged = certify(work.ctx, lines, skip=[number - first for number in problems])
+    frame = pl.DataFrame({"line": lines}, schema={"line": pl.String}).with_row_index("index")
+    rendering = pl.repeat(None, frame.height, dtype=pl.Int8, eager=True)
+    frame = frame.with_columns(
+        (pl.col("index").cast(pl.Int64) + first).alias("line_number"),
+        sha256_hex("line").alias("sha256"),
+        rendering.scatter(staged["line_index"], staged["rendering"]).alias("rendering"),
     )
+    if problems:  # the sha256 of the raw bytes, which the line's evidence text is not
+        at = [number - first for number in problems]
+        frame = frame.with_columns(frame["sha256"].scatter(at, [p.sha256 for p in problems.values()]))
+    # each fact once: a certified line is its staged event rendered again, not a payload
+    frame = frame.with_columns(pl.when(pl.col("rendering").is_null()).then(pl.col("line")).alias("line"))
+    uncertified = frame.filter(pl.col("rendering").is_null())
+    blank = [
+        index
+        for index, line in zip(uncertified["index"], uncertified["line"], strict=True)
+        if not line.strip() and first + index not in problems
+    ]
     if blank:
-        frame = frame.filter(~pl.col("line_number").is_in([first + i for i in blank]))
+        frame = frame.filter(~pl.col("index").is_in(blank))
     folder = Path(work.folder)
-    frame.write_parquet(folder / LINES_FILE, compression="uncompressed", statistics=False)
-    empty: list[tuple[object, ...]] = [() for _ in STAGED_COLUMNS]
-    columns = list(zip(*rows, strict=True)) if rows else empty
-    staged = pl.DataFrame(
-        dict(zip(STAGED_COLUMNS[:-1], columns[:-1], strict=True)),
-        schema={c: pl.Int64 if c == "line_index" else pl.String for c in STAGED_COLUMNS[:-1]},
+    frame.select("line_number", "sha256", "line", "rendering").write_parquet(
+        folder / LINES_FILE, compression="uncompressed", statistics=False
     )
-    staged = staged.with_columns(
-        (pl.col("line_index") + first).alias("line_index"), *(pl.col(c).cast(pl.Int64) for c in INT_COLUMNS)
-    ).rename({"line_index": "line_number"})
-    staged.write_parquet(folder / STAGED_FILE, compression="uncompressed", statistics=False)
+    staged = staged.drop("rendering").with_columns((pl.col("line_index") + first).alias("line_index"))
+    staged.rename({"line_index": "line_number"}).write_parquet(
+        folder / STAGED_FILE, compression="uncompressed", statistics=False
+    )
     return Prepared(
-        work.folder, present=frame.height, certified=len(rows), cpu_seconds=time.process_time() - cpu
+        work.folder, present=frame.height, certified=staged.height, cpu_seconds=time.process_time() - cpu
     )

@@ -160,7 +160,7 @@ _SORTED_RENDERING = _concat(
         "'}'",
     ]
 )
-_T1_STRUCT = f"""{{{_struct(_TOP[:-1])},"key":{{{_struct(_KEY)}}},"after":{{{_struct(_IMAGE)}}}}}"""
+T1_STRUCT = f"""{{{_struct(_TOP[:-1])},"key":{{{_struct(_KEY)}}},"after":{{{_struct(_IMAGE)}}}}}"""
 
 
 def _checked(source: str, lists: bool) -> str:
@@ -213,12 +213,12 @@ def _checked(source: str, lists: bool) -> str:
     FROM {source}"""
 
 
-def events_sql(source: str, *, hashed: bool) -> str:
+def events_sql(source: str, *, hashed: bool, carry: tuple[str, ...] = ()) -> str:
     """The staged-event columns of the relation ``source`` (SQL text of our own) of checked,
     typed values (``entity``, ``op``, ``event_id``, ``event_time``, ``source_seq``, ``version``,
     ``k_*`` and ``a_*``). With ``hashed``, ``content_sha256`` and ``image_sha256``; without, the
     canonical texts they are the sha256 of, as ``content_json`` and ``image_json`` (NULL for a
-    delete, whose image sha256 is the tombstone marker)."""
+    delete, whose image sha256 is the tombstone marker). ``carry`` names more columns to keep."""
     content = """concat('{"after":', coalesce(image_json, 'null'), ',"entity":"', entity, '","event_id":"',
         event_id, '","event_time":"', event_time, '","key":', key_object, ',"op":"', op,
         '","schema_version":1,"source_seq":', source_seq, ',"version":', version, '}')"""
@@ -241,7 +241,7 @@ SELECT line_number, event_id, source_seq, entity, op, key, version, event_time, 
     CASE WHEN op = 'upsert' THEN a_cost_minor END AS cost_minor,
     CASE WHEN op = 'upsert' THEN a_status END AS status,
     CASE WHEN op = 'upsert' THEN a_name END AS name,
-    CASE WHEN op = 'upsert' THEN a_segment END AS segment
+    CASE WHEN op = 'upsert' THEN a_segment END AS segment{"".join(f", {c}" for c in carry)}
 FROM (
     SELECT *,
         CASE WHEN entity = 'order_line' THEN concat('["', k_order_id, '",', k_line_no, ']')
@@ -255,7 +255,7 @@ FROM (
 
 _SQL = rf"""
 WITH t1 AS MATERIALIZED (
-    SELECT line_number, line, try(json_transform(line, '{_T1_STRUCT}')) AS e FROM _SOURCE_
+    SELECT line_number, line, try(json_transform(line, '{T1_STRUCT}')) AS e FROM _SOURCE_
 ), t1_flat AS MATERIALIZED (
     SELECT line_number, line, e.event_id AS event_id, e.source_seq AS source_seq, e.schema_version AS sv,
         e.entity AS entity, e.op AS op, e.version AS version_n, e.event_time AS event_time,

@@ -1,0 +1,122 @@
+"""The grammar's certification, set-based: the fast path of :func:`core.events.parse_event` that
+each landing worker runs over its slice of lines (``prepare.py``).
+
+A line is certified only when it matches, whole, one of the grammars of ``core/line_grammar.py``
+(the contract's two compact renderings, every field's value set): polars' regex engine, one
+pass per grammar over the lines the ones before left. What a grammar cannot say is checked
+after, set-based in DuckDB: calendar validity of the event time's date, the business date in
+the window, the key equal to the image's key, ``source_seq`` inside the declared slice, an
+upsert with an image and a delete without. The grammar proved the shape, so DuckDB's
+``from_json`` only extracts the values, and the canonical key, image and content texts come
+from the same SQL as DuckDB's JSON path (``validation.events_sql``). Their sha256 are taken with
+``hashlib``: DuckDB's ``sha256`` costs about twice as much a line here.
+
+Every other line (suspect, malformed, rejected, blocking, upcast, another layout) is not
+certified and goes to the slower tiers, so reasons, details and line numbers stay the
+oracle's. ``test_certify.py`` proves both agree.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Collection, Sequence
+
+import duckdb
+import polars as pl
+import polars_hash
+
+from replay_assets.core.events import CUSTOMER_IMAGE, ORDER_IMAGE, TOMBSTONE_IMAGE_SHA, ValidationContext
+from replay_assets.core.line_grammar import AFTER, GRAMMARS, SORTED, STAGED_COLUMNS, WITH_VERSION
+from replay_assets.storage.landing.validation import T1_STRUCT, events_sql
+
+# Rust's regex syntax takes the grammars as written; anchored, since ``contains`` searches
+_PATTERNS = [f"^(?:{grammar.pattern})$" for _, grammar, _ in GRAMMARS]
+_ENTITY = pl.Series([entity for entity, _, _ in GRAMMARS], dtype=pl.String)
+_SORTED = pl.Series([int(sort) for _, _, sort in GRAMMARS], dtype=pl.Int32)
+_IMAGE = [*ORDER_IMAGE, *(n for n in CUSTOMER_IMAGE if n not in ORDER_IMAGE)]
+
+_SQL = f"""
+WITH parsed AS MATERIALIZED (
+    SELECT line_number, entity, sorted, from_json(line, '{T1_STRUCT}') AS e,
+        CASE WHEN contains(line, '"after":{{') THEN 2 WHEN contains(line, '"after":null') THEN 1
+             ELSE 0 END AS form
+    FROM _matched
+), typed AS (
+    SELECT line_number, entity, e.event_id AS event_id, e.source_seq AS source_seq, e.op AS op,
+        coalesce(e.version, e.source_seq) AS version, e.event_time AS event_time,
+        {", ".join(f"e.key.{n} AS k_{n}" for n in ("order_id", "line_no", "customer_id"))},
+        {", ".join(f"e.after.{n} AS a_{n}" for n in _IMAGE)},
+        sorted * {SORTED} + (e.version IS NOT NULL)::INTEGER * {WITH_VERSION} + form * {AFTER} AS rendering
+    FROM parsed
+), checked AS (
+    SELECT * FROM typed
+    WHERE TRY_CAST(left(event_time, 10) AS DATE) IS NOT NULL
+        AND (op = 'upsert') = (rendering // {AFTER} = 2)
+        AND ($seq_low IS NULL OR source_seq >= $seq_low)
+        AND ($seq_high IS NULL OR source_seq <= $seq_high)
+        AND CASE WHEN op = 'delete' THEN true
+                 WHEN entity = 'order_line' THEN a_order_id = k_order_id AND a_line_no = k_line_no
+                    AND TRY_CAST(a_business_date AS DATE) BETWEEN $start AND $end
+                 ELSE a_customer_id = k_customer_id END
+)
+SELECT * FROM ({events_sql("checked", hashed=False, carry=("rendering",))})"""
+
+
+def sha256_hex(name: str) -> pl.Expr:
+    """The lowercase hex sha256 of each text's UTF-8 bytes (what ``hashlib`` gives; NULL stays
+    NULL), in Rust: about a third of ``hashlib``'s cost a line, which pays for a Python object."""
+    return polars_hash.col(name).chash.sha2_256()
+
+
+_DUCKDB: list[duckdb.DuckDBPyConnection] = []
+_LOCK = threading.Lock()
+
+
+def _cursor() -> duckdb.DuckDBPyConnection:
+    """A cursor on this process's in-memory database (one instance: starting one costs about
+    20 ms; a cursor is a connection of its own, so threads do not share one)."""
+    with _LOCK:
+        if not _DUCKDB:
+            _DUCKDB.append(duckdb.connect(config={"threads": 1}))
+        return _DUCKDB[0].cursor()
+
+
+def certify(ctx: ValidationContext, lines: Sequence[str], skip: Collection[int] = ()) -> pl.DataFrame:
+    """The staged events of the lines certified, in ``STAGED_COLUMNS`` order (``line_index``:
+    the line's index in ``lines``; ints as Int64; ``rendering``: how the line was written).
+    Lines whose index is in ``skip`` are never certified."""
+    frame = pl.DataFrame({"line": lines}, schema={"line": pl.String}).with_row_index("line_number")
+    grammar = pl.repeat(-1, frame.height, dtype=pl.Int8, eager=True)
+    rest = frame.filter(~pl.col("line_number").is_in(list(skip))) if skip else frame
+    for index, pattern in enumerate(_PATTERNS):
+        if rest.is_empty():
+            break
+        hit = rest["line"].str.contains(pattern)
+        grammar = grammar.scatter(rest.filter(hit)["line_number"], index)
+        rest = rest.filter(~hit)
+    # in line order, which DuckDB keeps here (one thread, insertion order preserved): the sort
+    # below is a guard that costs a check
+    matched = frame.with_columns(grammar=grammar).filter(pl.col("grammar") >= 0)
+    matched = matched.with_columns(
+        entity=_ENTITY.gather(matched["grammar"]), sorted=_SORTED.gather(matched["grammar"])
+    )
+    cursor = _cursor()
+    try:
+        cursor.register("_matched", matched)
+        params = {
+            "seq_low": ctx.seq_low,
+            "seq_high": ctx.seq_high,
+            "start": ctx.business_date_start,
+            "end": ctx.business_date_end,
+        }
+        events: pl.DataFrame = cursor.sql(_SQL, params=params).pl()
+    finally:
+        cursor.close()
+    if not events["line_number"].is_sorted():
+        events = events.sort("line_number")
+    return events.with_columns(
+        pl.col("line_number").cast(pl.Int64).alias("line_index"),
+        sha256_hex("content_json").alias("content_sha256"),
+        sha256_hex("image_json").fill_null(TOMBSTONE_IMAGE_SHA).alias("image_sha256"),
+        pl.col("rendering").cast(pl.Int8),
+    ).select(STAGED_COLUMNS)
