@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from replay_assets.core.errors import ReplayError
 from replay_assets.storage.landing import parallel, workers
 from replay_assets.usecases.land import land
 from replay_assets_tests.storage.test_bad_input import D1, deliver, event, make_pipeline, rows
@@ -106,3 +107,21 @@ def test_a_worker_that_dies_or_raises_fails_the_batch_and_the_pool_recovers() ->
     with pytest.raises(workers.WorkerFailed, match=r"failed: ValueError$"):
         pool.submit(_fails, [None]).results()
     assert pool.submit(abs, [-2, -5]).results() == [2, 5]  # new workers took over
+
+
+def test_a_delivery_refused_after_its_last_chunk_leaves_the_workers_clean(tmp_path: Path) -> None:
+    """A file is verified against its manifest once read, when its last chunk is already with
+    the workers: what they prepared for it must not reach the next landing."""
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in (("POOL_MIN_LINES", 20), ("SLICE_LINES", 20), ("CHUNK_LINES", 50)):
+            patch.setattr(parallel, name, value)
+        p = make_pipeline(tmp_path)
+        data = deliver(p, D1, "B1", lines()).parent / "B1.jsonl"
+        data.write_text(data.read_text().replace('"amount_minor":7', '"amount_minor":8', 1))
+        with pytest.raises(ReplayError, match="does not match the manifest"):
+            land(p, D1)
+        deliver(p, D1, "B1", lines())  # delivered again, whole
+        (batch,) = land(p, D1)
+    assert batch.new
+    assert rows(p, "SELECT count(*) FROM staged_events") == [(130 - 22 - 22,)]
+    assert rows(p, "SELECT count(*) FROM raw_payloads WHERE sha256(payload) <> payload_sha256") == [(0,)]

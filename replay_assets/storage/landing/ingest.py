@@ -18,7 +18,7 @@ from replay_assets.core.events import (
 )
 from replay_assets.core.manifest import Manifest
 from replay_assets.storage.db.warehouse import insert_frame, one
-from replay_assets.storage.landing import parallel, prefetch, rows, validation
+from replay_assets.storage.landing import parallel, prefetch, rows, validation, workers
 from replay_assets.storage.landing.area import DeliveryFile, RawChunk
 from replay_assets.storage.landing.files import LineProblem
 from replay_assets.storage.landing.rows import Landed as Landed
@@ -91,11 +91,17 @@ def _land_file(
     events = 0
     with tempfile.TemporaryDirectory(prefix="replay-chunk-") as folder:
         before: tuple[RawChunk, parallel.Started] | None = None
-        for number, chunk in enumerate(f.chunks(parallel.CHUNK_LINES, line_bytes=ctx.max_line_bytes)):
-            started = parallel.start(chunk, ctx, Path(folder) / str(number))
-            if before is not None:
-                events += _land_prepared(con, where, *before, ctx=ctx, now=now, found=found)
-            before = (chunk, started)
+        try:
+            for number, chunk in enumerate(f.chunks(parallel.CHUNK_LINES, line_bytes=ctx.max_line_bytes)):
+                started = parallel.start(chunk, ctx, Path(folder) / str(number))
+                if before is not None:
+                    events += _land_prepared(con, where, *before, ctx=ctx, now=now, found=found)
+                before = (chunk, started)
+        except BaseException:
+            # a chunk may still be with the workers (the file is verified only once read whole):
+            # its results must not reach the next caller as theirs
+            workers.pool().close()
+            raise
         if before is not None:
             events += _land_prepared(con, where, *before, ctx=ctx, now=now, found=found)
     return events
