@@ -156,3 +156,19 @@ def test_two_workers_of_one_operation_mutate_once(opened: Opened, tmp_path: Path
     assert len(outcomes) == 2 and set(outcomes) <= {"done"} | losing, outcomes
     assert _execute(opened) == {"mutated": True}
     assert _mutations(opened) == ["MUTATED"]
+
+
+def test_a_second_fence_of_one_operation_is_a_conflict(opened: Opened) -> None:
+    """What the loser of two workers meets when the winner's fence committed between its steps:
+    a refusal it can report, never a driver's key error (DuckDB keys the fence; Delta has no
+    key, and there the entry's compare-and-set refuses the loser)."""
+    if opened.kind != "duckdb":
+        pytest.skip("Delta tables have no key constraint")
+    op = operation()
+    with opened.store.transaction() as unit:
+        unit.write_fence(op, NOW)
+    with pytest.raises(ReplayError) as refused, opened.store.transaction() as unit:
+        unit.write_fence(op, NOW)
+    assert refused.value.code is ErrorCode.RECOVERY_CONFLICT
+    with opened.store.read() as unit:
+        assert unit.fence_committed(op.operation_id)

@@ -220,11 +220,20 @@ def fence_committed(con: duckdb.DuckDBPyConnection, operation_id: str) -> bool:
 
 
 def write_fence(con: duckdb.DuckDBPyConnection, op: Operation, now: dt.datetime) -> None:
-    con.execute(
-        "INSERT INTO commit_markers (operation_id, kind, partition_key, input_identity, committed_at) "
-        "VALUES (?, ?, ?, ?, ?)",
-        [op.operation_id, op.kind, op.partition_key, op.input_identity, now],
-    )
+    """Raises REPLAY_RECOVERY_CONFLICT when the operation's fence exists: another worker of the
+    same operation committed it first (its transaction, and with it this one's mutation, is then
+    rolled back by the caller)."""
+    try:
+        con.execute(
+            "INSERT INTO commit_markers (operation_id, kind, partition_key, input_identity, committed_at) "
+            "VALUES (?, ?, ?, ?, ?)",
+            [op.operation_id, op.kind, op.partition_key, op.input_identity, now],
+        )
+    except duckdb.ConstraintException:
+        raise ReplayError(
+            ErrorCode.RECOVERY_CONFLICT,
+            f"operation {op.operation_id[:16]} was committed concurrently (its fence exists)",
+        ) from None
 
 
 def committed_in_doubt(con: duckdb.DuckDBPyConnection) -> list[Operation]:
