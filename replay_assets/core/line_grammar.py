@@ -6,8 +6,9 @@ JSON with sorted keys (what ``canonical_json`` and Parquet deliveries give). Eac
 regular grammar here: fixed field names in a fixed order (so no unknown, missing or duplicated
 field), strings drawn from their field's character set (ids, dates, times, the closed sets; no
 escape, quote or control character anywhere), integers as JSON writes them (no sign, no leading
-zero, no fraction) in 0..1e12. The grammars are regular expressions in the syntax both Python's
-``re`` and Rust's ``regex`` read the same way (no backreference or lookaround, ASCII classes).
+zero, no fraction) in 0..1e12. The grammars are regular expressions that Python's ``re`` and
+Rust's ``regex`` read the same way: no backreference or lookaround, classes of ASCII ranges, and
+the text class a negated one (any other character, counted by code point in both).
 
 ``storage/landing/certify.py`` matches them set-based and checks what a grammar cannot say
 (calendar validity, the business-date window, the key equal to the image's key, the declared
