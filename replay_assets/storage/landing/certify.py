@@ -25,15 +25,14 @@ import duckdb
 import polars as pl
 import polars_hash
 
-from replay_assets.core.events import CUSTOMER_IMAGE, ORDER_IMAGE, TOMBSTONE_IMAGE_SHA, ValidationContext
+from replay_assets.core.events import TOMBSTONE_IMAGE_SHA, ValidationContext
 from replay_assets.core.line_grammar import AFTER, GRAMMARS, SORTED, STAGED_COLUMNS, WITH_VERSION
-from replay_assets.storage.landing.validation import T1_STRUCT, events_sql
+from replay_assets.storage.landing.validation import T1_IMAGE, T1_KEY, T1_STRUCT, events_sql
 
 # Rust's regex syntax takes the grammars as written; anchored, since ``contains`` searches
 _PATTERNS = [f"^(?:{grammar.pattern})$" for _, grammar, _ in GRAMMARS]
 _ENTITY = pl.Series([entity for entity, _, _ in GRAMMARS], dtype=pl.String)
 _SORTED = pl.Series([int(sort) for _, _, sort in GRAMMARS], dtype=pl.Int32)
-_IMAGE = [*ORDER_IMAGE, *(n for n in CUSTOMER_IMAGE if n not in ORDER_IMAGE)]
 
 _SQL = f"""
 WITH parsed AS MATERIALIZED (
@@ -44,8 +43,8 @@ WITH parsed AS MATERIALIZED (
 ), typed AS (
     SELECT line_number, entity, e.event_id AS event_id, e.source_seq AS source_seq, e.op AS op,
         coalesce(e.version, e.source_seq) AS version, e.event_time AS event_time,
-        {", ".join(f"e.key.{n} AS k_{n}" for n in ("order_id", "line_no", "customer_id"))},
-        {", ".join(f"e.after.{n} AS a_{n}" for n in _IMAGE)},
+        {", ".join(f"e.key.{n} AS k_{n}" for n in T1_KEY)},
+        {", ".join(f"e.after.{n} AS a_{n}" for n in T1_IMAGE)},
         sorted * {SORTED} + (e.version IS NOT NULL)::INTEGER * {WITH_VERSION} + form * {AFTER} AS rendering
     FROM parsed
 ), checked AS (

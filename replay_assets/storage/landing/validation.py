@@ -42,11 +42,12 @@ TIME_RE = (
 DATE_RE = r"[1-9][0-9]{3}-[0-9]{2}-[0-9]{2}"
 
 _TOP = ["event_id", "source_seq", "schema_version", "entity", "op", "version", "event_time", "after"]
-_KEY = ["order_id", "line_no", "customer_id"]
+T1_KEY = ["order_id", "line_no", "customer_id"]
 _ORDER = list(ORDER_IMAGE)
-_IMAGE = [*_ORDER, *(c for c in CUSTOMER_IMAGE if c not in ORDER_IMAGE)]
-PATHS = [f"$.{n}" for n in _TOP] + [f"$.key.{n}" for n in _KEY] + [f"$.after.{n}" for n in _IMAGE]
-_AT = {name: i for i, name in enumerate([*_TOP, *(f"k_{n}" for n in _KEY), *(f"a_{n}" for n in _IMAGE)], 1)}
+T1_IMAGE = [*_ORDER, *(c for c in CUSTOMER_IMAGE if c not in ORDER_IMAGE)]
+PATHS = [f"$.{n}" for n in _TOP] + [f"$.key.{n}" for n in T1_KEY] + [f"$.after.{n}" for n in T1_IMAGE]
+_FIELDS = [*_TOP, *(f"k_{n}" for n in T1_KEY), *(f"a_{n}" for n in T1_IMAGE)]
+_AT = {name: i for i, name in enumerate(_FIELDS, 1)}
 
 
 def _text(name: str) -> str:
@@ -62,7 +63,7 @@ def _int(name: str) -> str:
 
 
 _TEXTS = ["event_id", "entity", "op", "event_time", "k_order_id", "k_customer_id"]
-_TEXTS += [f"a_{n}" for n in _IMAGE if n not in ("line_no", "quantity", "amount_minor", "cost_minor")]
+_TEXTS += [f"a_{n}" for n in T1_IMAGE if n not in ("line_no", "quantity", "amount_minor", "cost_minor")]
 _INTS = ["source_seq", "k_line_no", "a_line_no", "a_quantity", "a_amount_minor", "a_cost_minor"]
 _VALUES = ",\n        ".join([*(_text(n) for n in _TEXTS), *(_int(n) for n in _INTS)])
 
@@ -160,7 +161,7 @@ _SORTED_RENDERING = _concat(
         "'}'",
     ]
 )
-T1_STRUCT = f"""{{{_struct(_TOP[:-1])},"key":{{{_struct(_KEY)}}},"after":{{{_struct(_IMAGE)}}}}}"""
+T1_STRUCT = f"""{{{_struct(_TOP[:-1])},"key":{{{_struct(T1_KEY)}}},"after":{{{_struct(T1_IMAGE)}}}}}"""
 
 
 def _checked(source: str, lists: bool) -> str:
@@ -260,8 +261,8 @@ WITH t1 AS MATERIALIZED (
     SELECT line_number, line, e.event_id AS event_id, e.source_seq AS source_seq, e.schema_version AS sv,
         e.entity AS entity, e.op AS op, e.version AS version_n, e.event_time AS event_time,
         e.after IS NULL AS after_null,
-        {", ".join(f"e.key.{n} AS k_{n}" for n in _KEY)},
-        {", ".join(f"e.after.{n} AS a_{n}" for n in _IMAGE)}
+        {", ".join(f"e.key.{n} AS k_{n}" for n in T1_KEY)},
+        {", ".join(f"e.after.{n} AS a_{n}" for n in T1_IMAGE)}
     FROM t1 WHERE e IS NOT NULL
 ), t1_ok AS MATERIALIZED (
     SELECT * EXCLUDE (line),
@@ -272,7 +273,7 @@ WITH t1 AS MATERIALIZED (
 ), typed1 AS (
     SELECT line_number, event_id, entity, op, event_time,
         CAST(sv AS VARCHAR) AS schema_text, CAST(version_n AS VARCHAR) AS version_text, after_text,
-        k_order_id, k_customer_id, {", ".join(f"a_{n}" for n in _IMAGE if n not in _IMAGE_INTS)},
+        k_order_id, k_customer_id, {", ".join(f"a_{n}" for n in T1_IMAGE if n not in _IMAGE_INTS)},
         {", ".join(f"CASE WHEN {n} BETWEEN 0 AND {INT_MAX} THEN {n} END AS {n}" for n in _T1_INTS)}
     FROM t1_ok
 ), rest AS MATERIALIZED (
