@@ -9,7 +9,8 @@ the window, the key equal to the image's key, ``source_seq`` inside the declared
 upsert with an image and a delete without. The grammar proved the shape, so DuckDB's
 ``from_json`` only extracts the values, and the canonical key, image and content texts come
 from the same SQL as DuckDB's JSON path (``validation.events_sql``). Their sha256 are taken by
-``polars-hash`` (0.35 us a text, against 0.7 us with ``hashlib`` and 1.6 us with DuckDB's).
+``polars-hash`` (0.33-0.46 us a text, against 0.65-0.78 us with ``hashlib`` and 1.6 us with
+DuckDB's).
 
 Every other line (suspect, malformed, rejected, blocking, upcast, another layout) is not
 certified and goes to the slower tiers, so reasons, details and line numbers stay the
