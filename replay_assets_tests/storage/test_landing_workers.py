@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from replay_assets.core.errors import ReplayError
-from replay_assets.storage.landing import parallel, workers
+from replay_assets.storage.landing import ingest, parallel, row_groups, workers
 from replay_assets.usecases.land import land
 from replay_assets_tests.storage.test_bad_input import D1, deliver, event, make_pipeline, rows
 from replay_assets_tests.storage.test_certify import renderings, variants
@@ -125,3 +125,39 @@ def test_a_delivery_refused_after_its_last_chunk_leaves_the_workers_clean(tmp_pa
     assert batch.new
     assert rows(p, "SELECT count(*) FROM staged_events") == [(130 - 22 - 22,)]
     assert rows(p, "SELECT count(*) FROM raw_payloads WHERE sha256(payload) <> payload_sha256") == [(0,)]
+
+
+def test_inserts_in_whole_row_groups_land_every_line_once_and_in_place(tmp_path: Path) -> None:
+    """With row groups of 7 rows and inserts every 40 lines, each insert leaves some prepared
+    rows for the next one: the carried rows land once, with their own line numbers, exactly as
+    the landing process lands the file in one go."""
+    inline = landed(tmp_path / "inline", pool_min_lines=10**9)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(row_groups, "ROW_GROUP_ROWS", 7)
+        patch.setattr(parallel, "CHUNK_LINES", 20)
+        patch.setattr(ingest, "LAND_LINES", 40)
+        carried = landed(tmp_path / "carried", pool_min_lines=10)
+    assert {**carried, "costs": None} == {**inline, "costs": None}
+
+
+def test_a_large_file_lands_in_whole_row_groups(tmp_path: Path) -> None:
+    """Every insert but a file's last fills whole row groups, so nothing is left for a
+    checkpoint to merge (and rewrite): the tables hold full row groups and one partial one."""
+    size = 2 * row_groups.ROW_GROUP_ROWS + 1_000
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ingest, "LAND_LINES", 2 * parallel.CHUNK_LINES)  # inserts of about 128k lines
+        p = make_pipeline(tmp_path)
+        deliver(p, D1, "B1", [event(i, f"o{i}") for i in range(1, size + 1)])
+        (batch,) = land(p, D1)
+    assert batch.new
+    groups = """SELECT sum(count) FROM pragma_storage_info(?)
+        WHERE column_id = 0 AND segment_type <> 'VALIDITY' GROUP BY row_group_id ORDER BY row_group_id"""
+    for table in ("raw_receipts", "staged_events"):
+        assert rows(p, groups, [table]) == [
+            (row_groups.ROW_GROUP_ROWS,),
+            (row_groups.ROW_GROUP_ROWS,),
+            (1_000,),
+        ]
+    assert rows(
+        p, "SELECT count(DISTINCT line_number), min(line_number), max(line_number) FROM staged_events"
+    ) == [(size, 1, size)]

@@ -9,7 +9,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as futures_wait
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -22,7 +22,7 @@ from replay_assets.core.events import (
 )
 from replay_assets.core.manifest import Manifest
 from replay_assets.storage.db.warehouse import insert_frame, one
-from replay_assets.storage.landing import parallel, prefetch, rows, validation, workers
+from replay_assets.storage.landing import parallel, prefetch, row_groups, rows, validation, workers
 from replay_assets.storage.landing.area import DeliveryFile, RawChunk
 from replay_assets.storage.landing.files import LineProblem
 from replay_assets.storage.landing.rows import Landed as Landed
@@ -92,8 +92,9 @@ def _land_file(
     from its prepared chunks."""
     ahead = prefetch.take(f, ctx)
     if ahead is not None:
-        return _land_ready(con, where, [_ready(*c) for c in ahead], ctx=ctx, now=now, found=found)
-    land = partial(_land_ready, con, where, ctx=ctx, now=now, found=found)
+        ready = [_ready(*c) for c in ahead]
+        return _land_ready(con, where, ready, _Queues(), last=True, ctx=ctx, now=now, found=found)
+    land = partial(_land_ready, con, where, queues=_Queues(), ctx=ctx, now=now, found=found)
     with tempfile.TemporaryDirectory(prefix="replay-chunk-") as folder, _Lander() as lander:
         before: tuple[RawChunk, parallel.Started] | None = None
         waiting: list[_Ready] = []
@@ -103,12 +104,12 @@ def _land_file(
                 if before is not None:
                     waiting.append(_ready(*before))
                     if sum(r.present for r in waiting) >= LAND_LINES:
-                        lander.submit(partial(land, waiting))
+                        lander.submit(partial(land, waiting, last=False))
                         waiting = []
                 before = (chunk, started)
             if before is not None:
                 waiting.append(_ready(*before))
-            lander.submit(partial(land, waiting))
+            lander.submit(partial(land, waiting, last=True))
             return lander.wait()
         except BaseException:
             lander.drain()
@@ -126,11 +127,12 @@ LAND_LINES = 4 * parallel.CHUNK_LINES
 
 @dataclass(frozen=True)
 class _Ready:
-    """A chunk the workers prepared, to land: its Parquet files and what reading found."""
+    """A chunk the workers prepared, to land: its Parquet files (with their rows) and what
+    reading found."""
 
     problems: dict[int, LineProblem]
-    lines: list[str]
-    staged: list[str]
+    lines: list[tuple[str, int]]
+    staged: list[tuple[str, int]]
     present: int
     certified: int
     cpu_seconds: float
@@ -141,43 +143,60 @@ def _ready(chunk: RawChunk, started: parallel.Started) -> _Ready:
     lines, staged = parallel.files(prepared)
     return _Ready(
         chunk[2],
-        lines,
-        staged,
+        list(zip(lines, (p.present for p in prepared), strict=True)),
+        list(zip(staged, (p.certified for p in prepared), strict=True)),
         present=sum(p.present for p in prepared),
         certified=sum(p.certified for p in prepared),
         cpu_seconds=sum(p.cpu_seconds for p in prepared),
     )
 
 
+@dataclass
+class _Queues:
+    """A file's prepared Parquet files waiting to be inserted, per table (``row_groups.py``)."""
+
+    lines: row_groups.Queue = field(default_factory=row_groups.Queue)
+    staged: row_groups.Queue = field(default_factory=row_groups.Queue)
+
+
 def _land_ready(
     con: duckdb.DuckDBPyConnection,
     where: dict[str, Any],
     ready: list[_Ready],
+    queues: _Queues,
+    *,
+    last: bool,
     ctx: ValidationContext,
     now: dt.datetime,
     found: rows.Found,
 ) -> int:
     """Land prepared chunks: every line as a raw receipt and the grammar's certified events as
-    staged events, set-based from the workers' Parquet files, one insert each; the lines the
-    grammar left go to DuckDB's JSON path (another layout of a valid event) and then, one by
-    one, to ``parse_event``, which decides every line neither path certified."""
-    if not ready:
-        return 0
+    staged events, set-based from the workers' Parquet files, in whole row groups (the rest
+    waits in ``queues`` for the next call; ``last`` lands all); the lines the grammar left go to
+    DuckDB's JSON path (another layout of a valid event) and then, one by one, to
+    ``parse_event``, which decides every line neither path certified. Returns the chunks' events."""
     found.worker_cpu_seconds += sum(r.cpu_seconds for r in ready)
     values = {n: where[n] for n in _WHERE}
-    con.execute(
-        """INSERT INTO raw_receipts (batch_id, source, load_date, landed_at, source_file,
-               line_number, payload_sha256, payload, rendering)
-           SELECT $batch_id, $source, $load_date, $now, $source_file, line_number, sha256, line, rendering
-           FROM read_parquet($lines)""",
-        {**values, "now": now, "lines": [name for r in ready for name in r.lines]},
-    )
-    _insert_staged(
-        con, "read_parquet($staged)", {**values, "staged": [name for r in ready for name in r.staged]}
-    )
+    lines = queues.lines.take((f for r in ready for f in r.lines), last=last)
+    if lines is not None:
+        con.execute(
+            """INSERT INTO raw_receipts (batch_id, source, load_date, landed_at, source_file,
+                   line_number, payload_sha256, payload, rendering)
+               SELECT $batch_id, $source, $load_date, $now, $source_file, line_number, sha256, line, rendering
+               FROM read_parquet($lines) LIMIT $rows OFFSET $offset""",
+            {**values, "now": now, "lines": lines.files, "rows": lines.rows, "offset": lines.offset},
+        )
+    staged = queues.staged.take((f for r in ready for f in r.staged), last=last)
+    if staged is not None:
+        _insert_staged(
+            con,
+            "(SELECT * FROM read_parquet($staged) LIMIT $rows OFFSET $offset)",
+            {**values, "staged": staged.files, "rows": staged.rows, "offset": staged.offset},
+        )
     for r in ready:
         if r.present > r.certified:
-            _land_rest(con, where, r.lines, problems=r.problems, ctx=ctx, found=found)
+            names = [name for name, _rows in r.lines]
+            _land_rest(con, where, names, problems=r.problems, ctx=ctx, found=found)
     return sum(r.present for r in ready)
 
 
