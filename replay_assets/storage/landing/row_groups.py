@@ -3,8 +3,8 @@ multiples of DuckDB's row group, and only the file's last insert may leave a par
 
 DuckDB writes the rows of a large insert as row groups of their own, the last one partial; a
 checkpoint then merges partial row groups by rewriting them with their neighbours. Measured on
-2M staged rows landed in inserts of 256k rows (2 vCPU): the inserts took 6.2 s and the
-checkpoint 2.3 s; in multiples of a row group, 3.8-4.2 s and 0.01 s (design.md, "Landing in
+2M staged rows landed in inserts of 256k rows (2 vCPU): the inserts took 6.1-6.2 s and the
+checkpoint 2.3 s; in multiples of a row group, 3.7-4.2 s and 0.01 s (design.md, "Landing in
 whole row groups")."""
 
 from __future__ import annotations
