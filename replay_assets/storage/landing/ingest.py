@@ -134,9 +134,17 @@ class _Ready:
     problems: dict[int, LineProblem]
     lines: list[tuple[str, int]]
     staged: list[tuple[str, int]]
-    present: int
-    certified: int
     cpu_seconds: float
+
+    @property
+    def present(self) -> int:
+        """Non-blank lines: the rows of the lines files."""
+        return sum(rows for _name, rows in self.lines)
+
+    @property
+    def certified(self) -> int:
+        """Lines the grammar certified: the rows of the staged files."""
+        return sum(rows for _name, rows in self.staged)
 
 
 def _ready(chunk: RawChunk, started: parallel.Started) -> _Ready:
@@ -146,8 +154,6 @@ def _ready(chunk: RawChunk, started: parallel.Started) -> _Ready:
         chunk[2],
         list(zip(lines, (p.present for p in prepared), strict=True)),
         list(zip(staged, (p.certified for p in prepared), strict=True)),
-        present=sum(p.present for p in prepared),
-        certified=sum(p.certified for p in prepared),
         cpu_seconds=sum(p.cpu_seconds for p in prepared),
     )
 
