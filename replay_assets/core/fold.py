@@ -14,6 +14,9 @@ Rules, applied in this order to each event of the load date (delivery order = ``
    a duplicate, with another image an EQUAL_VERSION_CONFLICT.
 The winner of a key is its accepted event with the highest version.
 Any violation blocks the load date; the classification is still reported for evidence.
+An event whose ``(source, event_id)`` is neither registered nor carried by an earlier event of the
+load date carries a new id (``new_ids``): the registry gains it, with this event's source_seq and
+content, when the load date is applied.
 """
 
 from __future__ import annotations
@@ -63,6 +66,7 @@ class Classified:
 class FoldResult:
     classified: dict[int, Classified]
     winners: frozenset[int]
+    new_ids: frozenset[int]
 
     @property
     def blocked(self) -> bool:
@@ -80,8 +84,11 @@ def fold_reference(
     first_seq: dict[tuple[str, int], str] = {}
     first_version: dict[tuple[str, str, int], tuple[int, str]] = {}
     classified: dict[int, Classified] = {}
+    new_ids: set[int] = set()
     for ev in sorted(events, key=lambda e: e.pos):
         id_key, seq_key = (ev.source, ev.event_id), (ev.source, ev.source_seq)
+        if id_key not in registry and id_key not in first_id:
+            new_ids.add(ev.pos)
         known_id = registry[id_key][1] if id_key in registry else first_id.get(id_key)
         known_seq = by_seq.get(seq_key, first_seq.get(seq_key))
         first_id.setdefault(id_key, ev.content_sha256)
@@ -94,7 +101,7 @@ def fold_reference(
             classified[ev.pos] = Classified(Outcome.DUPLICATE)
         else:
             classified[ev.pos] = _fence(ev, committed.get((ev.entity, ev.key)), first_version)
-    return FoldResult(classified, frozenset(_winners(events, classified)))
+    return FoldResult(classified, frozenset(_winners(events, classified)), frozenset(new_ids))
 
 
 def _fence(

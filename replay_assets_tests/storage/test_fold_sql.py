@@ -123,7 +123,7 @@ def frame_to_result(frame: pl.DataFrame) -> FoldResult:
         for row in frame.iter_rows(named=True)
     }
     winners = frozenset(frame.filter(pl.col("winner"))["pos"].to_list())
-    return FoldResult(classified, winners)
+    return FoldResult(classified, winners, frozenset(frame.filter(pl.col("new_id"))["pos"].to_list()))
 
 
 # Three buckets: most group keys share one, so the twin filters pass singletons through the exact
@@ -141,7 +141,7 @@ def sql_fold(
         ):
             con.register(name, frame)
         fold_into(con, statement)
-        return con.sql("SELECT pos, outcome, rule, winner FROM _fold ORDER BY pos").pl()
+        return con.sql("SELECT pos, outcome, rule, winner, new_id FROM _fold ORDER BY pos").pl()
     finally:
         con.close()
 
@@ -170,3 +170,4 @@ def test_sql_fold_fences_stale_and_picks_the_highest_version() -> None:
         "accepted",
     ]
     assert result.winners == frozenset({3})
+    assert result.new_ids == frozenset({0, 1, 3})  # the third event carries e1 again

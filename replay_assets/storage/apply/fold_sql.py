@@ -7,7 +7,7 @@ conflicts included.
 Reads the relations ``_events`` (``pos`` and the fold's event columns), ``_committed`` (each
 touched key's state before the load date) and ``_registry`` (registry rows sharing an event id or
 a source_seq with the load date), and creates the temporary table ``_fold``:
-``pos, outcome, rule, winner``.
+``pos, outcome, rule, winner, new_id``.
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ WITH id_twins AS (
     FROM fenced WHERE above AND {slots} IN (SELECT h FROM slot_twins)
     GROUP BY entity, key, version
 ), outcomes AS MATERIALIZED (
-    SELECT f.pos, f.entity, f.key, f.version, f.rule0,
+    SELECT f.pos, f.entity, f.key, f.version, f.rule0, f.dup_id,
         CASE WHEN f.rule0 IS NOT NULL THEN $violation
              WHEN f.dup_id THEN $duplicate
              WHEN f.fresh AND f.version < f.cv THEN $stale
@@ -96,7 +96,8 @@ WITH id_twins AS (
 )
 SELECT o.pos, o.outcome,
     CASE WHEN o.outcome = $violation AND o.rule0 IS NULL THEN $equal_conflict ELSE o.rule0 END AS rule,
-    coalesce(o.outcome = $accepted AND (t.top IS NULL OR o.version = t.top), false) AS winner
+    coalesce(o.outcome = $accepted AND (t.top IS NULL OR o.version = t.top), false) AS winner,
+    NOT o.dup_id AS new_id
 FROM outcomes o LEFT JOIN tops t ON t.entity = o.entity AND t.key = o.key"""
 
 # Each twin filter's group key, in the order of the statement.

@@ -4,7 +4,7 @@ sequential ``fold_reference`` is the oracle of both; a property test on a real S
 this rendering equals it, conflicts included (``replay_assets_tests/spark/test_spark_fold.py``).
 
 Reads the session's views ``_events``, ``_committed`` and ``_registry`` (columns as in
-``fold_sql``) and returns ``pos, outcome, rule, winner``, computed lazily.
+``fold_sql``) and returns ``pos, outcome, rule, winner, new_id``, computed lazily.
 """
 
 from __future__ import annotations
