@@ -10,6 +10,19 @@ from pathlib import Path
 
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "replay_bench.py"
 FOLD_BENCH = SCRIPT.with_name("fold_bench.py")
+APPLY_BENCH = SCRIPT.with_name("apply_bench.py")
+APPLY_STEPS = [
+    "stage_fold",
+    "affected_groups",
+    "write_history",
+    "register_events",
+    "digest_change",
+    "controls_by_change",
+    "check_written",
+    "advance_latest",
+    "drop_fold",
+    "commit",
+]
 
 
 def test_benchmark_pipeline_equals_reference_fold(tmp_path: Path) -> None:
@@ -47,6 +60,21 @@ def test_benchmark_pipeline_equals_reference_fold(tmp_path: Path) -> None:
     assert outcomes[0][0] == "accepted"
     assert all(int(winners) <= int(events) for _, events, winners in outcomes)
     assert 300 <= sum(int(events) for _, events, _ in outcomes) < 400  # about 1500 / 5, duplicates too
+    # the apply benchmark undoes the newest load date and applies it again: the same rows, by step
+    applied = subprocess.run(
+        [sys.executable, str(APPLY_BENCH), str(tmp_path / "home" / "warehouse.duckdb")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    lines = applied.stdout.splitlines()
+    assert [line.split()[0] for line in lines[1:] if not line.startswith(" ")][
+        : len(APPLY_STEPS)
+    ] == APPLY_STEPS
+    written = dict(part.rsplit(" ", 1) for part in lines[-2].removeprefix("rows written: ").split(", "))
+    assert int(written["order_history"]) > 0 and int(written["event_registry"]) > 0
+    assert lines[-1] == "rows differing from the first apply: 0"
 
 
 def test_profile_summary_charges_a_statement_helper_to_its_caller(tmp_path: Path) -> None:
