@@ -16,18 +16,15 @@ the whole run.
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
-import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import duckdb
-from fold_bench import Timed
+from fold_bench import Timed, copy_of, warehouse_parser
 
 from replay_assets.storage.apply import latest, snapshot_scan, stage, state_digest, writes
 from replay_assets.storage.db.warehouse import MEMORY_LIMIT
@@ -60,63 +57,52 @@ def apply_once(warehouse: Path, limit: str) -> tuple[Seconds, dict[str, float], 
     """Undo and apply again the newest load date of a copy of ``warehouse`` under ``limit``;
     returns each step's seconds, the staging statements' and, per written table, the date's rows
     and how many of them differ from the first apply's."""
-    with tempfile.TemporaryDirectory() as scratch:
-        copy = Path(scratch) / "warehouse.duckdb"
-        shutil.copy(warehouse, copy)
-        con = duckdb.connect(str(copy), config={"memory_limit": limit})
-        try:
-            day, batches = _newest(con)
-            for table in WRITTEN:
-                con.execute(f"CREATE TABLE _kept_{table} AS SELECT * FROM {table} WHERE load_date = ?", [day])
-            con.begin()
-            writes.undo_load_date(con, day, dt.datetime.now(dt.UTC))
-            con.commit()
-            con.execute("CHECKPOINT")
-            before = state_digest.previous_date(con, day)
-            first, from_latest = before is None, latest.holds_before(con, day)
-            timed = Timed(con)
-            steps: list[tuple[str, Callable[[], Any]]] = [
-                ("stage_fold", lambda: stage.stage_fold(timed, batches, day)),  # type: ignore[arg-type]
-                ("affected_groups", lambda: writes.affected_groups(con)),
-                ("write_history", lambda: writes.write_history(con, day)),
-                ("register_events", lambda: writes.register_events(con, day)),
-                ("digest_change", lambda: state_digest.change(con, day, first, from_latest=from_latest)),
-                (
-                    "controls_by_change",
-                    lambda: state_digest.controls_by_change(
-                        con, day, state_digest.base(con, before)[1], first, from_latest=from_latest
-                    ),
+    with copy_of(warehouse, limit) as con:
+        day, batches = _newest(con)
+        for table in WRITTEN:
+            con.execute(f"CREATE TABLE _kept_{table} AS SELECT * FROM {table} WHERE load_date = ?", [day])
+        con.begin()
+        writes.undo_load_date(con, day, dt.datetime.now(dt.UTC))
+        con.commit()
+        con.execute("CHECKPOINT")
+        before = state_digest.previous_date(con, day)
+        first, from_latest = before is None, latest.holds_before(con, day)
+        timed = Timed(con)
+        steps: list[tuple[str, Callable[[], Any]]] = [
+            ("stage_fold", lambda: stage.stage_fold(timed, batches, day)),  # type: ignore[arg-type]
+            ("affected_groups", lambda: writes.affected_groups(con)),
+            ("write_history", lambda: writes.write_history(con, day)),
+            ("register_events", lambda: writes.register_events(con, day)),
+            ("digest_change", lambda: state_digest.change(con, day, first, from_latest=from_latest)),
+            (
+                "controls_by_change",
+                lambda: state_digest.controls_by_change(
+                    con, day, state_digest.base(con, before)[1], first, from_latest=from_latest
                 ),
-                ("check_written", lambda: snapshot_scan.check_written(con, day)),
-                ("advance_latest", lambda: latest.advance(con, day)),
-                ("drop_fold", lambda: stage.drop_fold(con)),
-                ("commit", con.commit),
-            ]
-            seconds = []
-            con.begin()
-            for name, step in steps:
-                started = time.perf_counter()
-                step()
-                seconds.append((name, time.perf_counter() - started))
-            counts = {
-                t: (
-                    int(con.execute(f"SELECT count(*) FROM {t} WHERE load_date = ?", [day]).fetchall()[0][0]),
-                    _differing(con, t, day),
-                )
-                for t in WRITTEN
-            }
-            return seconds, timed.seconds, counts
-        finally:
-            con.close()
+            ),
+            ("check_written", lambda: snapshot_scan.check_written(con, day)),
+            ("advance_latest", lambda: latest.advance(con, day)),
+            ("drop_fold", lambda: stage.drop_fold(con)),
+            ("commit", con.commit),
+        ]
+        seconds = []
+        con.begin()
+        for name, step in steps:
+            started = time.perf_counter()
+            step()
+            seconds.append((name, time.perf_counter() - started))
+        counts = {
+            t: (
+                int(con.execute(f"SELECT count(*) FROM {t} WHERE load_date = ?", [day]).fetchall()[0][0]),
+                _differing(con, t, day),
+            )
+            for t in WRITTEN
+        }
+        return seconds, timed.seconds, counts
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument(
-        "warehouse", type=Path, help="a finished home's warehouse.duckdb (copied, not changed)"
-    )
+    parser = warehouse_parser(__doc__)
     parser.add_argument("--limit", default=MEMORY_LIMIT, help="the DuckDB memory limit (the warehouse's)")
     args = parser.parse_args()
     seconds, staging, counts = apply_once(args.warehouse, args.limit)

@@ -22,6 +22,8 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -48,41 +50,52 @@ class Timed:
         return result
 
 
-def fold_once(warehouse: Path, limit: str) -> tuple[dict[str, float], float, list[tuple[Any, ...]]]:
-    """Stage and fold the first load date of a copy of ``warehouse`` under ``limit``."""
+@contextmanager
+def copy_of(warehouse: Path, limit: str) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A connection to a scratch copy of ``warehouse`` under the memory limit ``limit``."""
     with tempfile.TemporaryDirectory() as scratch:
         copy = Path(scratch) / "warehouse.duckdb"
         shutil.copy(warehouse, copy)
         con = duckdb.connect(str(copy), config={"memory_limit": limit})
         try:
-            first = con.execute("SELECT min(load_date) FROM staged_events").fetchall()[0][0]
-            batches = [
-                r[0]
-                for r in con.execute(
-                    "SELECT DISTINCT batch_id FROM staged_events WHERE load_date = ? ORDER BY 1", [first]
-                ).fetchall()
-            ]
-            timed = Timed(con)
-            con.begin()
-            started = time.perf_counter()
-            stage_fold(timed, batches, first)  # type: ignore[arg-type]
-            total = time.perf_counter() - started
-            outcomes = con.execute(
-                "SELECT outcome, count(*), count(*) FILTER (WHERE winner) FROM _folded GROUP BY 1 ORDER BY 1"
-            ).fetchall()
-            con.rollback()
-            return timed.seconds, total, outcomes
+            yield con
         finally:
             con.close()
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+def warehouse_parser(doc: str | None) -> argparse.ArgumentParser:
+    """The command line of a benchmark of a finished home's warehouse (``doc``: its help)."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument(
         "warehouse", type=Path, help="a finished home's warehouse.duckdb (copied, not changed)"
     )
+    return parser
+
+
+def fold_once(warehouse: Path, limit: str) -> tuple[dict[str, float], float, list[tuple[Any, ...]]]:
+    """Stage and fold the first load date of a copy of ``warehouse`` under ``limit``."""
+    with copy_of(warehouse, limit) as con:
+        first = con.execute("SELECT min(load_date) FROM staged_events").fetchall()[0][0]
+        batches = [
+            r[0]
+            for r in con.execute(
+                "SELECT DISTINCT batch_id FROM staged_events WHERE load_date = ? ORDER BY 1", [first]
+            ).fetchall()
+        ]
+        timed = Timed(con)
+        con.begin()
+        started = time.perf_counter()
+        stage_fold(timed, batches, first)  # type: ignore[arg-type]
+        total = time.perf_counter() - started
+        outcomes = con.execute(
+            "SELECT outcome, count(*), count(*) FILTER (WHERE winner) FROM _folded GROUP BY 1 ORDER BY 1"
+        ).fetchall()
+        con.rollback()
+        return timed.seconds, total, outcomes
+
+
+def main() -> int:
+    parser = warehouse_parser(__doc__)
     parser.add_argument("--limits", default="1GB,150MB", help="DuckDB memory limits, comma-separated")
     args = parser.parse_args()
     print(
