@@ -69,9 +69,8 @@ def test_benchmark_pipeline_equals_reference_fold(tmp_path: Path) -> None:
     )
     assert applied.returncode == 0, applied.stdout + applied.stderr
     lines = applied.stdout.splitlines()
-    assert [line.split()[0] for line in lines[1:] if not line.startswith(" ")][
-        : len(APPLY_STEPS)
-    ] == APPLY_STEPS
+    steps = [line.split()[0] for line in lines[1:] if not line.startswith(" ")]  # then total, rows
+    assert steps[: len(APPLY_STEPS)] == APPLY_STEPS
     written = dict(part.rsplit(" ", 1) for part in lines[-2].removeprefix("rows written: ").split(", "))
     assert int(written["order_history"]) > 0 and int(written["event_registry"]) > 0
     assert lines[-1] == "rows differing from the first apply: 0"
