@@ -173,3 +173,65 @@ def test_a_transaction_that_returns_commits(tmp_path: Path) -> None:
         con.execute("INSERT INTO pointers VALUES ('published_load_date', '2026-01-02')")
     with Warehouse(tmp_path).connect() as con:
         assert one(con, "SELECT value FROM pointers") == ("2026-01-02",)
+
+
+def _compressions(con: duckdb.DuckDBPyConnection, table: str, column: str) -> set[str]:
+    rows = con.execute(
+        """SELECT DISTINCT compression FROM pragma_storage_info(?)
+            WHERE column_name = ? AND segment_type = 'VARCHAR'""",
+        [table, column],
+    ).fetchall()
+    return {str(r[0]) for r in rows}
+
+
+def test_the_hash_columns_migrate_to_uncompressed_storage_with_every_row(tmp_path: Path) -> None:
+    """A warehouse at version 10 with rows in the five tables: version 11 keeps every row and
+    column, and the hash columns are written uncompressed from then on (the other columns keep
+    DuckDB's choice)."""
+    path = tmp_path / "warehouse.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute(
+        "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL)"
+    )
+    for version, statements in MIGRATIONS[:10]:
+        for statement in statements:
+            con.execute(statement)
+        con.execute("INSERT INTO schema_migrations VALUES (?, now())", [version])
+    hashes = "SELECT sha256(CAST(range AS VARCHAR)) FROM range(3000)"
+    con.execute(
+        f"INSERT INTO event_registry SELECT 's', 'e' || range, range, h, 'D' FROM ({hashes}) t(h), range(1)"
+    )
+    for table in ("order_history", "order_latest"):
+        con.execute(
+            f"""INSERT INTO {table} SELECT 'o' || row_number() OVER (), 1, 'st', 'c', 'p', '2026-01-01',
+                1, 2, 1, 'active', 1, 1, h, 'D' FROM ({hashes}) t(h)"""
+        )
+    for table in ("customer_history", "customer_latest"):
+        con.execute(
+            f"""INSERT INTO {table} SELECT 'c' || row_number() OVER (), 'n', 'seg', 'active', 1, 1, h, 'D'
+                FROM ({hashes}) t(h)"""
+        )
+    tables = ("event_registry", "order_history", "order_latest", "customer_history", "customer_latest")
+    before = {t: sorted(con.execute(f"SELECT * FROM {t}").fetchall()) for t in tables}
+    con.execute("CHECKPOINT")
+    assert _compressions(con, "order_history", "image_sha256") != {"Uncompressed"}
+    con.close()
+    with Warehouse(tmp_path).connect() as con:
+        assert one(con, "SELECT max(version) FROM schema_migrations") == (11,)
+        after = {t: sorted(con.execute(f"SELECT * FROM {t}").fetchall()) for t in tables}
+        con.execute("INSERT INTO order_history SELECT * REPLACE ('D2' AS load_date) FROM order_history")
+        con.execute("CHECKPOINT")
+        stored = {
+            (table, column): _compressions(con, table, column)
+            for table, column in (
+                ("event_registry", "content_sha256"),
+                ("order_history", "image_sha256"),
+                ("order_latest", "image_sha256"),
+                ("customer_history", "image_sha256"),
+                ("customer_latest", "image_sha256"),
+                ("order_history", "order_id"),
+            )
+        }
+    assert after == before
+    assert all(found == {"Uncompressed"} for (_t, column), found in stored.items() if column != "order_id")
+    assert stored[("order_history", "order_id")] != {"Uncompressed"}
