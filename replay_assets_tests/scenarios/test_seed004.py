@@ -45,10 +45,16 @@ def test_an_unknown_outcome_never_succeeds_on_its_own(figures: dict[str, Any]) -
 
 
 def test_two_workers_make_one_mutation(figures: dict[str, Any]) -> None:
+    """One fence and one commit of the target, whichever way the two workers interleave: a worker
+    that finds the entry COMMITTING without its fence (the other is mid-mutation) takes the
+    journal's retry of a step provably not committed (COMMITTING -> PREPARED -> COMMITTING), then
+    loses the fence and reports what the winner recorded."""
     raced = figures["raced"]
     assert raced["results"] == ["APPLIED", "APPLIED"] and raced["fences"] == 1
-    chain = "PREPARING -> PREPARED -> COMMITTING -> TARGET_COMMITTED -> COMMITTED_INCOMPLETE -> COMPLETE"
-    assert raced["audit"] == [f"pipeline: {chain}"]
+    done = "TARGET_COMMITTED -> COMMITTED_INCOMPLETE -> COMPLETE"
+    one_after_the_other = f"PREPARING -> PREPARED -> COMMITTING -> {done}"
+    interleaved = f"PREPARING -> PREPARED -> COMMITTING -> PREPARED -> COMMITTING -> {done}"
+    assert raced["audit"] in ([f"pipeline: {one_after_the_other}"], [f"pipeline: {interleaved}"])
 
 
 def test_a_reused_operation_id_is_refused_before_any_io(figures: dict[str, Any]) -> None:
