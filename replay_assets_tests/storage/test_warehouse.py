@@ -199,7 +199,8 @@ def test_the_hash_columns_migrate_to_uncompressed_storage_with_every_row(tmp_pat
         con.execute("INSERT INTO schema_migrations VALUES (?, now())", [version])
     hashes = "SELECT sha256(CAST(range AS VARCHAR)) FROM range(3000)"
     con.execute(
-        f"INSERT INTO event_registry SELECT 's', 'e' || range, range, h, 'D' FROM ({hashes}) t(h), range(1)"
+        f"""INSERT INTO event_registry SELECT 's', 'e' || row_number() OVER (), row_number() OVER (), h, 'D'
+            FROM ({hashes}) t(h)"""
     )
     for table in ("order_history", "order_latest"):
         con.execute(
