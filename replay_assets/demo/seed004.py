@@ -54,7 +54,16 @@ def seed004_demo(home: Path, out: Print) -> dict[str, Any]:
 
 def _worker(p: Pipeline, day: str, fail_point: str | None = None) -> subprocess.Popen[str]:
     args = [sys.executable, "-m", "replay_assets.demo.journal_worker", str(p.settings.home), seed001.NOW, day]
-    return subprocess.Popen([*args, *([fail_point] if fail_point else [])], stdout=subprocess.PIPE, text=True)
+    args += [fail_point] if fail_point else []
+    return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _reported(worker: subprocess.Popen[str]) -> str:
+    """The status a worker printed; a worker that failed is an error naming its own."""
+    out, err = worker.communicate(timeout=120)
+    if worker.returncode != 0:
+        raise RuntimeError(f"a journal worker exited with {worker.returncode}: {err.strip()[-2000:]}")
+    return str(json.loads(out)["status"])
 
 
 def _operation(p: Pipeline, day: str) -> str:
@@ -155,7 +164,7 @@ def _two_workers(p: Pipeline) -> dict[str, Any]:
     """Two processes apply the same load date at once: one mutation, both report its result."""
     land(p, RACED)
     workers = [_worker(p, RACED) for _ in range(2)]
-    results = [json.loads(w.communicate(timeout=120)[0])["status"] for w in workers]
+    results = [_reported(w) for w in workers]
     return {"results": results, "fences": _fences(p, RACED), "audit": _audit(p, _operation(p, RACED))}
 
 

@@ -6,6 +6,7 @@ the tests' Sail server."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -57,6 +58,33 @@ def test_a_kill_at_any_journal_point_leaves_one_mutation_after_the_retry(
     with opened.store.read() as unit:
         assert unit.fence_committed(operation().operation_id) is committed
     assert execute(opened.store) == {"mutated": True}
+    assert mutations(opened.store) == ["MUTATED"]
+    with opened.store.read() as unit:
+        entry = unit.journal_entry(operation().operation_id)
+    assert entry is not None and entry.state is CommitState.COMPLETE
+
+
+@pytest.mark.parametrize(
+    "kind", [pytest.param(k, marks=[pytest.mark.slow] if k == "spark" else []) for k in ("duckdb", "spark")]
+)
+def test_a_worker_that_decided_to_mutate_finds_the_commit_of_another_and_only_completes(
+    opened: Opened, kind: str
+) -> None:
+    """Two workers of one operation: the child decides to mutate (no fence yet) and stops there;
+    the other worker runs the whole operation; the child, resumed, finds the fence in its next
+    step, mutates nothing and finishes with the recorded result (it once died on the state it
+    had not expected)."""
+    stop = f"stop:{KIND}:after_intent"
+    args = [kind, str(opened.root), opened.remote, stop]
+    child = subprocess.Popen([sys.executable, journal_child.__file__, *args])
+    try:
+        _, status = os.waitpid(child.pid, os.WUNTRACED)
+        assert os.WIFSTOPPED(status)  # the child decided, and committed nothing
+        assert mutations(opened.store) == []
+        assert execute(opened.store) == {"mutated": True}
+    finally:
+        os.kill(child.pid, signal.SIGCONT)
+    assert child.wait(timeout=300) == 0
     assert mutations(opened.store) == ["MUTATED"]
     with opened.store.read() as unit:
         entry = unit.journal_entry(operation().operation_id)

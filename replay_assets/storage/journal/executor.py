@@ -112,7 +112,9 @@ def _mutate(
 ) -> Entry:
     with _unheld(store) as unit:
         entry = unit.journal_entry(op.operation_id) or entry
-        for nxt in _path_to_committing(entry.state):
+        if unit.fence_committed(op.operation_id):  # another worker committed it since this one decided
+            return entry
+        for nxt in _path_to_committing(entry):
             entry = unit.cas_entry(entry, nxt=nxt, actor=actor, note="ready to mutate", now=clock())
     failpoints.hit(fail_point, f"{op.kind}:after_committing")
     try:
@@ -126,13 +128,21 @@ def _mutate(
             return _fence(unit, op, actor=actor, clock=clock, result=result, sha=sha)
 
 
-def _path_to_committing(state: CommitState) -> list[CommitState]:
-    return {
+def _path_to_committing(entry: Entry) -> list[CommitState]:
+    """The transitions to COMMITTING of an entry without a fence; any other state is a
+    concurrent worker's doing, refused (REPLAY_RECOVERY_CONFLICT) so the caller may retry."""
+    path = {
         S.PREPARING: [S.PREPARED, S.COMMITTING],
         S.PREPARED: [S.COMMITTING],
         S.FAILED_PRE_COMMIT: [S.PREPARING, S.PREPARED, S.COMMITTING],
         S.COMMITTING: [S.PREPARED, S.COMMITTING],  # no fence: provably not committed, retry
-    }[state]
+    }.get(entry.state)
+    if path is None:
+        raise ReplayError(
+            ErrorCode.RECOVERY_CONFLICT,
+            f"operation {entry.operation_id[:16]} is {entry.state} without its fence: changed concurrently",
+        )
+    return path
 
 
 def _fence(
