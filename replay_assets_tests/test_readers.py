@@ -13,10 +13,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import duckdb
 import pytest
 
 from replay_assets.entrypoints.cli import main
-from replay_assets.storage.db.warehouse import query_frame
+from replay_assets.storage.db.warehouse import Warehouse, query_frame
 from replay_assets.usecases.context import Pipeline
 from replay_assets.usecases.operations import Operations
 from replay_assets.usecases.status import record_waiting_statuses
@@ -82,6 +83,28 @@ def test_status_shows_exactly_what_the_next_run_records(home: Path) -> None:
         recorded = query_frame(con, "SELECT * FROM partition_status ORDER BY asset, partition_key").to_dicts()
     assert {(r["partition_key"], r["status"]) for r in live} >= {(D2, "MISSING"), (D1, "CERTIFIED")}
     assert live == recorded
+
+
+def test_the_published_copy_mirrors_the_waiting_statuses_the_run_recorded(
+    home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reader that falls back to the published copy, or reads it as a consumer, sees the
+    statuses `run` recorded for the load dates still waiting (D2 MISSING), not those of the run
+    before: `run` records them before its last refresh."""
+    monkeypatch.setenv("REPLAY_ASSETS_NOW", NOW)
+    monkeypatch.delenv("DAGSTER_HOME", raising=False)
+    code, out = _cli(capsys, "run", "--home", str(home))
+    assert code == 1 and D2 in out, (code, out)  # D2 is missing
+    sql = "SELECT asset, partition_key, status FROM partition_status ORDER BY ALL"
+    with Warehouse(home).connect() as con:
+        recorded = con.execute(sql).fetchall()
+    published = duckdb.connect(str(home / "published.duckdb"), read_only=True)
+    try:
+        mirrored = published.execute(sql).fetchall()
+    finally:
+        published.close()
+    assert ("current_orders", D2, "MISSING") in recorded
+    assert mirrored == recorded
 
 
 HOLDER = """

@@ -138,8 +138,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     session = _session(args)
     with progress("applying pending load dates and restatements") as report:
         summary = session.run(progress=report)
-    refresh_published(session.pipeline)
     decision = record_waiting_statuses(session.pipeline)
+    refresh_published(session.pipeline)  # after the statuses, so the copy's evidence holds them
     problems = [p for p in decision.plans if p.problem]
     applied = sum(1 for p in decision.plans if p.status is DateStatus.APPLIED)
     print(
