@@ -98,11 +98,8 @@ def test_the_published_copy_mirrors_the_waiting_statuses_the_run_recorded(
     sql = "SELECT asset, partition_key, status FROM partition_status ORDER BY ALL"
     with Warehouse(home).connect() as con:
         recorded = con.execute(sql).fetchall()
-    published = duckdb.connect(str(home / "published.duckdb"), read_only=True)
-    try:
+    with duckdb.connect(str(home / "published.duckdb"), read_only=True) as published:
         mirrored = published.execute(sql).fetchall()
-    finally:
-        published.close()
     assert ("current_orders", D2, "MISSING") in recorded
     assert mirrored == recorded
 
