@@ -2,11 +2,15 @@
 business dates a load date changed (a move leaves one and joins another, a delete joins ``none``),
 the copy's views equal the warehouse's certified state after every refresh, the files of the
 refresh before stay and older ones go, and a copy the change log cannot bring forward (no record,
-a log pruning shortened) is rewritten whole, equal all the same."""
+a log pruning shortened) is rewritten whole, equal all the same. A query reads one generation
+whole or fails: never a mix of two."""
 
 from __future__ import annotations
 
+import copy
 import json
+import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +18,7 @@ import duckdb
 import pytest
 
 from replay_assets.storage.apply import latest
+from replay_assets.storage.publish import published_state
 from replay_assets.usecases.context import Pipeline
 from replay_assets.usecases.recover import refresh_published
 from replay_assets_tests.helpers import drive
@@ -146,3 +151,121 @@ def test_a_date_that_changes_no_partition_still_publishes_its_record(day_one: Pi
     con.close()
     assert keys == [(D1,), (D2,)]
     assert published(home) == certified(day_one)
+
+
+def _generation(home: Path, name: str) -> dict[str, set[str]]:
+    folder = home / "published" / "current" / name
+    return {entity: {p.name for p in (folder / entity).iterdir()} for entity in published_state.ENTITIES}
+
+
+def test_live_is_a_generation_of_hard_links_named_apart_from_the_one_before(day_one: Pipeline) -> None:
+    home = day_one.settings.home
+    first = record(home)
+    deliver(day_one, D2, "b2", [event(5, "o1", business_date=B2)])
+    drive(day_one)
+    second = record(home)
+    assert published_state.live_folder(home / "published") == second["live"] != first["live"]
+    assert second["previous_live"] == first["live"]
+    before, now = _generation(home, first["live"]), _generation(home, second["live"])
+    for entity in published_state.ENTITIES:
+        assert not before[entity] & now[entity]  # a name listed in one opens nothing in the other
+        tag = second["live"].removeprefix(published_state.GENERATION_PREFIX)
+        pool = home / "published" / "current" / entity
+        names = {n for parts in second["current_files"].get(entity, {}).values() for n in parts}
+        assert now[entity] == {f"{tag}.{n}" for n in (*names, published_state.SCHEMA_FILE)}
+        for name in names:  # the same files, not copies
+            assert os.path.samefile(
+                pool / name, home / "published" / "current" / second["live"] / entity / f"{tag}.{name}"
+            )
+    deliver(day_one, D3, "b3", [event(6, "o2", business_date=B2, amount_minor=7)])
+    drive(day_one)
+    third = record(home)
+    kept = {p.name for p in (home / "published" / "current").glob(f"{published_state.GENERATION_PREFIX}*")}
+    assert kept == {second["live"], third["live"]}  # the one before stays; older ones go
+    assert published(home) == certified(day_one)
+
+
+def test_a_query_whose_listing_and_reads_a_swap_falls_between_fails_instead_of_mixing(
+    day_one: Pipeline,
+) -> None:
+    home = day_one.settings.home
+    first = copy.deepcopy(record(home))
+    deliver(day_one, D2, "b2", [event(5, "o1", business_date=B2), event(6, "o4", op="delete")])
+    drive(day_one)
+    listed = published_state.live_folder(home / "published")
+    reader = duckdb.connect(str(home / "published.duckdb"), read_only=True)
+    swaps: list[str | None] = []
+
+    def swap(x: int) -> int:  # runs when the query executes: after its files were listed
+        if not swaps:
+            published_state.publish_generation(home / "published", copy.deepcopy(first))
+            swaps.append(published_state.live_folder(home / "published"))
+        return x
+
+    reader.create_function("swap", swap, ["BIGINT"], "BIGINT", side_effects=True)
+    with pytest.raises(duckdb.IOException, match=f"{listed}|No such file"):
+        reader.execute("SELECT * FROM (SELECT swap(1) AS s) s, current_orders").fetchall()
+    assert swaps == [first["live"]] != [listed]
+    # run again, the query reads the generation now live, whole: the state as of the first date
+    day_one_rows = reader.execute("SELECT * FROM current_orders ORDER BY ALL").fetchall()
+    reader.close()
+    assert {row[0] for row in day_one_rows} == {"o1", "o2", "o3", "o4"}
+    assert all(str(row[-1]) == D1 for row in day_one_rows)
+
+
+def test_readers_see_whole_generations_while_they_are_swapped(tmp_path: Path) -> None:
+    """Many swaps under a reader querying without pause: every answer is one generation whole
+    (or an error, run again); a listing that spans a swap never drops another one's files."""
+    root = tmp_path / "published"
+    pool = root / published_state.CURRENT / "orders"
+    pool.mkdir(parents=True)
+    writer = duckdb.connect()
+    for entity in published_state.ENTITIES:
+        (root / published_state.CURRENT / entity).mkdir(parents=True, exist_ok=True)
+        writer.sql("SELECT 0 AS part, 0 AS generation LIMIT 0").write_parquet(
+            str(root / published_state.CURRENT / entity / published_state.SCHEMA_FILE)
+        )
+    parts, files, states = 8, {}, set()
+    done: dict[str, Any] = {}
+
+    def generation(n: int) -> None:
+        for part in range(parts):
+            if n == 0 or (part + n) % 2 == 0:  # every generation changes half the partitions
+                name = f"{part}.g{n}.parquet"
+                writer.sql(f"SELECT {part} AS part, {n} AS generation FROM range(3)").write_parquet(
+                    str(pool / name)
+                )
+                files[str(part)] = [name]
+        states.add(
+            tuple(sorted((int(p), int(names[0].split(".g")[1].split(".")[0])) for p, names in files.items()))
+        )
+        done["current_files"] = {"orders": copy.deepcopy(files)}
+        published_state.publish_generation(root, done)
+        published_state.drop_unlisted(root, {**done, "previous_files": done.get("current_files", {})})
+
+    generation(0)
+    view = published_state.view_sql("orders", f"'{tmp_path}'")
+    query = f"SELECT part, min(generation), count(*) FROM ({view}) GROUP BY 1"
+    answers: list[tuple[tuple[int, int, int], ...]] = []
+    failures: list[str] = []
+    stop = threading.Event()
+
+    def read() -> None:
+        reader = duckdb.connect()
+        while not stop.is_set():
+            try:
+                answers.append(tuple(sorted(reader.execute(query).fetchall())))
+            except duckdb.IOException as error:
+                failures.append(str(error))
+        reader.close()
+
+    thread = threading.Thread(target=read)
+    thread.start()
+    for n in range(1, 250):
+        generation(n)
+    stop.set()
+    thread.join()
+    assert len(answers) > 250
+    mixed = [a for a in answers if tuple((p, g) for p, g, _ in a) not in states or {c for *_, c in a} != {3}]
+    assert not mixed, mixed[:3]
+    assert all("No such file" in f or "No files found" in f for f in failures), failures[:3]

@@ -180,7 +180,7 @@ def atomic_create(path: Path, data: bytes) -> bool:
         return _same_file(path.parent, path.name, data)
     finally:
         tmp.unlink()
-    _fsync_folder(path.parent)
+    fsync_folder(path.parent)
     return True
 
 
@@ -193,10 +193,10 @@ def atomic_replace(tmp: Path, path: Path) -> None:
     with open(tmp, "rb+") as fh:
         os.fsync(fh.fileno())
     os.replace(tmp, path)
-    _fsync_folder(path.parent)
+    fsync_folder(path.parent)
 
 
-def _fsync_folder(folder: Path) -> None:
+def fsync_folder(folder: Path) -> None:
     dir_fd = os.open(folder, os.O_RDONLY)
     try:
         os.fsync(dir_fd)

@@ -23,9 +23,10 @@ from replay_assets.storage.publish import published_state
 from replay_assets.storage.publish.certify import pointer
 from replay_assets.storage.retention.prune import pruned_through
 
-VIEWS_VERSION = 6  # 1 held absolute paths: a copied home served the original's files; 2 had no
+VIEWS_VERSION = 7  # 1 held absolute paths: a copied home served the original's files; 2 had no
 # evidence; 3 had no record of pruned load dates; 4 had no as-of access; 5 read the current state
-# from one file rewritten whole
+# from one file rewritten whole; 6 filtered a glob taken when a query binds by a manifest read when
+# it runs, so a refresh between the two showed a state never certified
 HOME_VARIABLE = "replay_assets_home"
 # The folder of the database a view is read from, computed when a query binds the view. A table
 # function takes constant arguments only (no subquery, no lateral column), and the one constant
@@ -76,7 +77,7 @@ EVIDENCE_TABLES = (
     "step_attempts",
     "pruned_load_dates",
 )
-VIEW_FILES = {  # the current state's views list their files (``published_state.py``)
+VIEW_FILES = {  # the current state's views read its live generation (``published_state.py``)
     "daily_aggregates": "published/daily_aggregates/*.parquet",
     "publications": "published/publications.parquet",
     **{table: f"published/evidence/{table}.parquet" for table in EVIDENCE_TABLES},
@@ -127,8 +128,8 @@ def refresh(con: duckdb.DuckDBPyConnection, home: Path) -> list[str]:
     recorded = state_path.read_text() if state_path.exists() else None
     done = json.loads(recorded) if recorded else {"current": None, "aggregates": {}}
     written = published_state.refresh_current(con, root, done, CONSUMER_COLUMNS)
-    if written or not (root / published_state.CURRENT / published_state.MANIFEST).exists():
-        published_state.write_manifest(con, root, done)  # after the files it lists
+    published_state.ensure_schema_files(con, root, CONSUMER_COLUMNS)
+    published_state.publish_generation(root, done)  # after the files it links
     for key, version in con.execute(LATEST_AGGREGATE_VERSIONS).fetchall():
         if done["aggregates"].get(key) != version:
             _export(con, root / "daily_aggregates" / f"business_date={key}.parquet", AGGREGATES_SQL, [key])
@@ -200,8 +201,8 @@ def _drop_covered_history(root: Path, done: dict[str, Any]) -> None:
 
 
 def _ensure_placeholders(con: duckdb.DuckDBPyConnection, root: Path) -> None:
-    """Empty files with the right columns, so every view is valid before the first publication."""
-    published_state.ensure_schema_files(con, root, CONSUMER_COLUMNS)
+    """Empty files with the right columns, so every view is valid before the first publication
+    (the current state's are in every generation: ``published_state.publish_generation``)."""
     empty = {
         "daily_aggregates/_schema.parquet": "SELECT * FROM daily_aggregates LIMIT 0",
         "history/orders/_schema.parquet": "SELECT * FROM orders_as_of('') LIMIT 0",

@@ -5,14 +5,16 @@ Parquet files per business date (tombstones, which have none, under ``none``) an
 A refresh rewrites only the partitions the latest tables logged a change of since the last
 export (``latest_changes``, ``storage/apply/latest.py``), every one when that log cannot say
 (the first export, a state read from history instead of the latest tables, a log pruning
-shortened). New files get new names; a manifest replaced in one rename after them lists the
-files of one certified state, and the views read only what it lists, so each query sees the
-state as of one pointer, never a mix of two refreshes. The files of the refresh before stay for
-queries that read the previous manifest; older ones are deleted after the new record is
-written."""
+shortened). New files get new names. The files of one certified state are then hard-linked into
+a generation folder under names no other generation uses, and ``published/current/live``, a
+symlink, is swapped to it in one rename: the views read ``live``, so a query reads one certified
+state whole or, when a swap falls between its file listing and its reads, fails and can be run
+again; it never sees a mix of two states. The generation before stays; older ones, and the files
+neither of the two lists, are deleted after the new record is written."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -21,12 +23,13 @@ import duckdb
 
 from replay_assets.core.events import canonical_json, sha256_text
 from replay_assets.storage.apply import latest
-from replay_assets.storage.landing.deliveries import atomic_replace
+from replay_assets.storage.landing.deliveries import atomic_replace, fsync_folder
 from replay_assets.storage.publish.certify import pointer
 
 CURRENT = "current"  # under published/
 SCHEMA_FILE = "_schema.parquet"  # each entity's empty file with the columns, always listed
-MANIFEST = "manifest.parquet"  # (entity, file): the files of the current state
+LIVE = "live"  # under current/: a symlink to the generation folder the views read
+GENERATION_PREFIX = "gen-"  # current/gen-<tag>/<entity>/<tag>.<file>: hard links to the files
 # entity -> (consumer view, history table, as-of macro); constants of this module only
 ENTITIES = {
     "orders": ("current_orders", "order_history", "orders_as_of"),
@@ -112,37 +115,64 @@ def _write_parts(
     return out
 
 
-def write_manifest(con: duckdb.DuckDBPyConnection, root: Path, done: dict[str, Any]) -> None:
-    """The list of files that make up the current state, replaced in one rename: what the views
-    read at query time (``view_sql``)."""
-    rows = [
-        (entity, name)
-        for entity in ENTITIES
-        for name in (
+def publish_generation(root: Path, done: dict[str, Any]) -> None:
+    """Make the files ``done`` lists (and each entity's schema file) the state the views read:
+    hard links in a new generation folder, each named with the generation's tag (so no name a
+    reader listed in one generation opens a file of another), fsynced, then ``live`` swapped to
+    the folder in one rename. A generation already live is left as it is (a retry after a crash
+    between the swap and the record). Records the live folder and the one before in ``done``."""
+    current = root / CURRENT
+    listing = {
+        entity: [
             SCHEMA_FILE,
             *sorted(n for names in done.get("current_files", {}).get(entity, {}).values() for n in names),
-        )
-    ]
-    path = root / CURRENT / MANIFEST
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    con.execute("CREATE OR REPLACE TEMP TABLE _manifest (entity VARCHAR, file VARCHAR)")
-    con.executemany("INSERT INTO _manifest (entity, file) VALUES (?, ?)", rows)
-    con.sql("SELECT * FROM _manifest ORDER BY ALL").write_parquet(str(tmp))
-    con.execute("DROP TABLE _manifest")
-    atomic_replace(tmp, path)
+        ]
+        for entity in ENTITIES
+    }
+    tag = sha256_text(canonical_json(listing))[:12]
+    name = f"{GENERATION_PREFIX}{tag}"
+    link = current / LIVE
+    if live_folder(root) != name:
+        folder = current / name
+        shutil.rmtree(folder, ignore_errors=True)  # of an attempt a crash cut short before its swap
+        for entity, names in listing.items():
+            (folder / entity).mkdir(parents=True)
+            for file in names:
+                _link(current / entity / file, folder / entity / f"{tag}.{file}")
+            fsync_folder(folder / entity)
+        fsync_folder(folder)
+        tmp = current / f".{LIVE}.tmp"
+        tmp.unlink(missing_ok=True)
+        os.symlink(name, tmp)
+        if link.is_dir() and not link.is_symlink():  # a home copied without its symlinks
+            shutil.rmtree(link)
+        os.replace(tmp, link)
+        fsync_folder(current)
+    if done.get("live") != name:
+        done["previous_live"], done["live"] = done.get("live"), name
+
+
+def live_folder(root: Path) -> str | None:
+    """The generation folder ``live`` points to (None: no symlink yet)."""
+    link = root / CURRENT / LIVE
+    return os.readlink(link) if link.is_symlink() else None
+
+
+def _link(source: Path, target: Path) -> None:
+    try:
+        os.link(source, target)
+    except OSError:  # a file system without hard links: a copy, written and renamed the same way
+        tmp = target.with_name(f".{target.name}.tmp")
+        shutil.copyfile(source, tmp)
+        atomic_replace(tmp, target)
 
 
 def view_sql(entity: str, home_sql: str) -> str:
-    """The view of ``entity``'s current state: the files its folder holds that the manifest lists
-    (a refresh's new files are in place before the manifest names them, and the files of the
-    refresh before stay until the next one), so each query reads one certified state, and a
-    connection held open sees each new one. ``home_sql``: the home folder, as SQL."""
-    folder = f"{home_sql} || '/published/{CURRENT}"
-    return f"""SELECT * EXCLUDE (filename)
-        FROM read_parquet({folder}/{entity}/*.parquet', filename = true)
-        WHERE parse_filename(filename) IN (
-            SELECT file FROM read_parquet({folder}/{MANIFEST}') WHERE entity = '{entity}')"""
+    """The view of ``entity``'s current state: the files of the generation ``live`` points to
+    when the query lists them. A connection held open sees each new generation; a query whose
+    listing and reads a swap falls between fails (a listed name is in no other generation).
+    ``home_sql``: the home folder, as SQL."""
+    return f"SELECT * FROM read_parquet({home_sql} || '/published/{CURRENT}/{LIVE}/{entity}/*.parquet')"
 
 
 def ensure_schema_files(con: duckdb.DuckDBPyConnection, root: Path, columns: dict[str, str]) -> None:
@@ -157,7 +187,9 @@ def ensure_schema_files(con: duckdb.DuckDBPyConnection, root: Path, columns: dic
 
 def drop_unlisted(root: Path, done: dict[str, Any]) -> None:
     """After the record names the new files: every file neither it nor the refresh before lists
-    (older refreshes, an attempt a crash cut short), and the single files of views before v6."""
+    (older refreshes, an attempt a crash cut short), the generation folders other than the live
+    one and the one before, and what views before v7 read (the manifest, the single files of
+    views before v6)."""
     for entity in ENTITIES:
         listed = {
             name
@@ -171,6 +203,12 @@ def drop_unlisted(root: Path, done: dict[str, Any]) -> None:
                 path.unlink(missing_ok=True)
         for scratch in folder.glob(".refresh-*") if folder.exists() else []:
             shutil.rmtree(scratch, ignore_errors=True)
+    kept = {done.get("live"), done.get("previous_live"), live_folder(root)}
+    current = root / CURRENT
+    for generation in current.glob(f"{GENERATION_PREFIX}*") if current.exists() else []:
+        if generation.name not in kept:
+            shutil.rmtree(generation, ignore_errors=True)
+    (current / "manifest.parquet").unlink(missing_ok=True)
     for old in ("current_orders.parquet", "current_customers.parquet"):
         (root / old).unlink(missing_ok=True)
 
