@@ -11,6 +11,7 @@ import copy
 import json
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ import duckdb
 import pytest
 
 from replay_assets.storage.apply import latest
-from replay_assets.storage.publish import published_state
+from replay_assets.storage.publish import exports, published_state
 from replay_assets.usecases.context import Pipeline
 from replay_assets.usecases.recover import refresh_published
 from replay_assets_tests.helpers import drive
@@ -185,24 +186,35 @@ def test_live_is_a_generation_of_hard_links_named_apart_from_the_one_before(day_
     assert published(home) == certified(day_one)
 
 
-def test_a_query_whose_listing_and_reads_a_swap_falls_between_fails_instead_of_mixing(
-    day_one: Pipeline,
-) -> None:
-    home = day_one.settings.home
-    first = copy.deepcopy(record(home))
-    deliver(day_one, D2, "b2", [event(5, "o1", business_date=B2), event(6, "o4", op="delete")])
-    drive(day_one)
-    listed = published_state.live_folder(home / "published")
-    reader = duckdb.connect(str(home / "published.duckdb"), read_only=True)
-    swaps: list[str | None] = []
+def _second_date_and_a_swap_back(p: Pipeline) -> tuple[dict[str, Any], list[str | None]]:
+    """The record after the first date, then a second date applied (a move and a delete)."""
+    first = copy.deepcopy(record(p.settings.home))
+    deliver(p, D2, "b2", [event(5, "o1", business_date=B2), event(6, "o4", op="delete")])
+    drive(p)
+    return first, []
 
-    def swap(x: int) -> int:  # runs when the query executes: after its files were listed
+
+def _swap_once(home: Path, first: dict[str, Any], swaps: list[str | None]) -> Callable[[int], int]:
+    """A SQL function that, the first time a query executes it (after the query listed its
+    files), swaps ``live`` back to the first date's generation, as a refresh swaps it."""
+
+    def swap(x: int) -> int:
         if not swaps:
             published_state.publish_generation(home / "published", copy.deepcopy(first))
             swaps.append(published_state.live_folder(home / "published"))
         return x
 
-    reader.create_function("swap", swap, ["BIGINT"], "BIGINT", side_effects=True)
+    return swap
+
+
+def test_a_query_whose_listing_and_reads_a_swap_falls_between_fails_instead_of_mixing(
+    day_one: Pipeline,
+) -> None:
+    home = day_one.settings.home
+    first, swaps = _second_date_and_a_swap_back(day_one)
+    listed = published_state.live_folder(home / "published")
+    reader = duckdb.connect(str(home / "published.duckdb"), read_only=True)
+    reader.create_function("swap", _swap_once(home, first, swaps), ["BIGINT"], "BIGINT", side_effects=True)
     with pytest.raises(duckdb.IOException, match=f"{listed}|No such file"):
         reader.execute("SELECT * FROM (SELECT swap(1) AS s) s, current_orders").fetchall()
     assert swaps == [first["live"]] != [listed]
@@ -211,6 +223,24 @@ def test_a_query_whose_listing_and_reads_a_swap_falls_between_fails_instead_of_m
     reader.close()
     assert {row[0] for row in day_one_rows} == {"o1", "o2", "o3", "o4"}
     assert all(str(row[-1]) == D1 for row in day_one_rows)
+
+
+def test_an_export_a_swap_falls_inside_is_run_again_and_reads_the_generation_now_live(
+    day_one: Pipeline,
+) -> None:
+    home = day_one.settings.home
+    first, swaps = _second_date_and_a_swap_back(day_one)
+    con = duckdb.connect()  # the copy's view, read behind the swap
+    con.create_function("swap", _swap_once(home, first, swaps), ["BIGINT"], "BIGINT", side_effects=True)
+    view = published_state.view_sql("orders", f"'{home}'")
+    con.execute(
+        f"CREATE VIEW current_orders AS SELECT v.* FROM (SELECT swap(1) AS s) s, ({view}) v WHERE s.s = 1"
+    )
+    frame = exports.table(con, "current_orders", None)
+    con.close()
+    assert swaps == [first["live"]]
+    assert sorted(frame.rows()) == sorted(published(home)["current_orders"])
+    assert {row[-1].isoformat() for row in frame.rows()} == {D1}  # the whole first state, run again
 
 
 def test_readers_see_whole_generations_while_they_are_swapped(tmp_path: Path) -> None:
