@@ -295,7 +295,7 @@ def test_readers_see_whole_generations_while_they_are_swapped(tmp_path: Path) ->
         generation(n)
     stop.set()
     thread.join()
-    assert len(answers) > 250
+    assert len(answers) > 100  # the reader overlapped the swaps (about 750 on a quiet machine)
     mixed = [a for a in answers if tuple((p, g) for p, g, _ in a) not in states or {c for *_, c in a} != {3}]
     assert not mixed, mixed[:3]
     assert all("No such file" in f or "No files found" in f for f in failures), failures[:3]
