@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import shutil
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -126,6 +127,13 @@ def test_a_copy_the_change_log_cannot_bring_forward_is_rewritten_whole(day_one: 
         *(n for names in record(home)["previous_files"].get("orders", {}).values() for n in names),
         "_schema.parquet",
     }
+
+
+def test_a_copy_whose_files_were_removed_is_rewritten_whole(day_one: Pipeline) -> None:
+    home = day_one.settings.home
+    shutil.rmtree(home / "published" / "current")  # the record still lists what is gone
+    refresh_published(day_one)
+    assert published(home) == certified(day_one)
 
 
 def test_a_reader_of_an_empty_home_sees_the_columns_and_no_rows(tmp_path: Path) -> None:

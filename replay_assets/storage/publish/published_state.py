@@ -14,6 +14,7 @@ neither of the two lists, are deleted after the new record is written."""
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 from pathlib import Path
@@ -51,6 +52,8 @@ def refresh_current(
     # the content hash leaves out load dates: a restatement that only moves a row to another
     # load date changes the consumer's rows, not the hash, but it is logged as a change
     state, generation = current + snapshot_digest(con, current), latest.generation(con)
+    if not _all_present(root, done.get("current_files", {})):  # e.g. the folder was removed
+        done.pop("current_files", None)  # rewrite every partition
     if done.get("current") == state and done.get("generation") == generation and "current_files" in done:
         return []
     from_latest = latest.holds_as_of(con, current)
@@ -158,10 +161,25 @@ def live_folder(root: Path) -> str | None:
     return os.readlink(link) if link.is_symlink() else None
 
 
+def _all_present(root: Path, files: Files) -> bool:
+    return all(
+        (root / CURRENT / entity / name).exists()
+        for entity, parts in files.items()
+        for names in parts.values()
+        for name in names
+    )
+
+
+# a file system without hard links (or across devices): the generation holds copies instead
+_NO_HARD_LINKS = {errno.EPERM, errno.EXDEV, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK}
+
+
 def _link(source: Path, target: Path) -> None:
     try:
         os.link(source, target)
-    except OSError:  # a file system without hard links: a copy, written and renamed the same way
+    except OSError as error:
+        if error.errno not in _NO_HARD_LINKS:
+            raise
         tmp = target.with_name(f".{target.name}.tmp")
         shutil.copyfile(source, tmp)
         atomic_replace(tmp, target)
