@@ -32,7 +32,7 @@ def test_both_numberings_stage_the_same_outcomes_for_the_same_rows(tmp_path: Pat
         assert con.execute("SELECT current_setting('disabled_optimizers')").fetchall() == [("",)]
         drop_fold(con)
         # line numbers past 32 bits leave the arithmetic numbering's budget: the window numbers them
-        con.execute("UPDATE staged_events SET line_number = line_number + ? WHERE load_date = ?", [PAST, D1])
+        con.execute("UPDATE staged_rows SET line_number = line_number + ? WHERE load_date = ?", [PAST, D1])
         stage_fold(con, batches, D1)
         window = con.execute(
             f"SELECT {OUTCOME}, line_number - ? FROM _folded ORDER BY pos", [PAST]

@@ -13,11 +13,11 @@ import duckdb
 import pytest
 
 from replay_assets.core.errors import ErrorCode, ReplayError
-from replay_assets.storage.db.migrations import MIGRATIONS
+from replay_assets.storage.db.migrations import LANDING_TABLES, MIGRATIONS
 from replay_assets.storage.db.warehouse import Warehouse, one
 
 CONSUMER_VIEWS = {"current_orders", "current_customers", "daily_aggregates"}
-CONSUMER_TABLES = {"publications", "raw_receipts", "rejected_events", "reconciliation", "partition_status"}
+CONSUMER_TABLES = {"publications", "rejected_events", "reconciliation", "partition_status"}
 
 
 class Boom(Exception):
@@ -53,6 +53,8 @@ def test_migrations_from_empty_apply_every_version_and_create_the_consumer_views
     assert versions == [(version,) for version, _ in MIGRATIONS]
     assert CONSUMER_VIEWS <= views
     assert CONSUMER_TABLES <= tables
+    # the landing's per-line rows: views over the tables the landing writes (v12)
+    assert set(LANDING_TABLES) <= views and set(LANDING_TABLES.values()) <= tables
     assert empty == [0, 0, 0]
     assert columns == [
         "order_id",
@@ -218,7 +220,7 @@ def test_the_hash_columns_migrate_to_uncompressed_storage_with_every_row(tmp_pat
     assert _compressions(con, "order_history", "image_sha256") != {"Uncompressed"}
     con.close()
     with Warehouse(tmp_path).connect() as con:
-        assert one(con, "SELECT max(version) FROM schema_migrations") == (11,)
+        assert one(con, "SELECT max(version) FROM schema_migrations") == (MIGRATIONS[-1][0],)
         after = {t: sorted(con.execute(f"SELECT * FROM {t}").fetchall()) for t in tables}
         con.execute("INSERT INTO order_history SELECT * REPLACE ('D2' AS load_date) FROM order_history")
         con.execute("CHECKPOINT")
@@ -236,3 +238,36 @@ def test_the_hash_columns_migrate_to_uncompressed_storage_with_every_row(tmp_pat
     assert after == before
     assert all(found == {"Uncompressed"} for (_t, column), found in stored.items() if column != "order_id")
     assert stored[("order_history", "order_id")] != {"Uncompressed"}
+
+
+def test_the_landing_tables_move_behind_views_with_every_row(tmp_path: Path) -> None:
+    """A warehouse at version 11 with landed rows: version 12 renames the two tables and puts
+    views of the old names over them, so every reader reads the same rows and the landing's
+    inserts go to the tables."""
+    path = tmp_path / "warehouse.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute(
+        "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL)"
+    )
+    for version, statements in MIGRATIONS[:11]:
+        for statement in statements:
+            con.execute(statement)
+        con.execute("INSERT INTO schema_migrations VALUES (?, now())", [version])
+    con.execute(
+        "INSERT INTO raw_receipts VALUES ('b', 's', 'D', now(), 'f', 1, 'h', 'x', NULL), "
+        "('b', 's', 'D', now(), 'f', 2, 'h2', NULL, 3)"
+    )
+    con.execute(
+        "INSERT INTO staged_events (batch_id, source, load_date, source_file, line_number, event_id, "
+        "source_seq, entity, op, key, version, event_time, content_sha256, image_sha256) "
+        "VALUES ('b', 's', 'D', 'f', 2, 'e', 1, 'order_line', 'upsert', 'k', 1, 't', 'c', 'i')"
+    )
+    before = {view: con.execute(f"SELECT * FROM {view} ORDER BY ALL").fetchall() for view in LANDING_TABLES}
+    con.close()
+    with Warehouse(tmp_path).connect() as con:
+        for view, table in LANDING_TABLES.items():
+            assert con.execute(f"SELECT * FROM {view} ORDER BY ALL").fetchall() == before[view]
+            assert con.execute(f"SELECT * FROM {table} ORDER BY ALL").fetchall() == before[view]
+            kind = "SELECT table_type FROM information_schema.tables WHERE table_name = ?"
+            assert con.execute(kind, [view]).fetchall() == [("VIEW",)]
+        assert con.execute("SELECT count(*) FROM raw_payloads").fetchall() == [(2,)]

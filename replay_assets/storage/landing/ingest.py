@@ -187,7 +187,7 @@ def _land_ready(
     lines = queues.lines.take((f for r in ready for f in r.lines), last=last)
     if lines is not None:
         con.execute(
-            """INSERT INTO raw_receipts (batch_id, source, load_date, landed_at, source_file,
+            """INSERT INTO receipt_rows (batch_id, source, load_date, landed_at, source_file,
                    line_number, payload_sha256, payload, rendering)
                SELECT $batch_id, $source, $load_date, $now, $source_file, line_number, sha256, line, rendering
                FROM read_parquet($lines) LIMIT $rows OFFSET $offset""",
@@ -267,7 +267,7 @@ def _land_rest(
     slow_staged = rows.decide_rest(where, undecided, problems=problems, ctx=ctx, found=found)
     if slow_staged:
         frame = pl.DataFrame(slow_staged, schema=rows.STAGED_SCHEMA)
-        insert_frame(con, "staged_events", frame.select(list(rows.STAGED_SCHEMA)).cast(rows.STAGED_SCHEMA))
+        insert_frame(con, "staged_rows", frame.select(list(rows.STAGED_SCHEMA)).cast(rows.STAGED_SCHEMA))
 
 
 _WHERE = ("batch_id", "source", "load_date", "source_file")  # a file's columns, bound as parameters
@@ -279,7 +279,7 @@ def _insert_staged(
 ) -> set[int]:
     """Insert the staged events of ``source`` (SQL text of our own: a relation of the event
     columns) for the file ``params`` names; with ``returning``, their line numbers."""
-    sql = f"""INSERT INTO staged_events ({", ".join(_WHERE)}, {_STAGED_COLUMNS})
+    sql = f"""INSERT INTO staged_rows ({", ".join(_WHERE)}, {_STAGED_COLUMNS})
         SELECT $batch_id, $source, $load_date, $source_file, {_STAGED_COLUMNS} FROM {source}"""
     if not returning:
         con.execute(sql, params)

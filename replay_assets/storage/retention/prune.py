@@ -16,6 +16,7 @@ import duckdb
 
 from replay_assets.core.events import canonical_json, sha256_text
 from replay_assets.storage.apply import latest
+from replay_assets.storage.db.migrations import LANDING_TABLES
 from replay_assets.storage.db.warehouse import one
 
 PRUNED_THROUGH = "pruned_through"
@@ -50,7 +51,8 @@ def prune_load_date(
     removed per kind, also recorded in ``pruned_load_dates``."""
     params: dict[str, object] = {"day": day}
     removed = {
-        kind: _deleted(con, f"DELETE FROM {table} WHERE load_date = $day", params)
+        # a view's rows are deleted from its table (schema v12)
+        kind: _deleted(con, f"DELETE FROM {LANDING_TABLES.get(table, table)} WHERE load_date = $day", params)
         for table, kind in PER_DATE.items()
     }
     history = 0

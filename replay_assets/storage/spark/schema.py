@@ -2,7 +2,8 @@
 
 The migrations (``storage/db/migrations.py``) stay the only place a table is declared. This
 module runs them in an in-memory DuckDB and takes each table's Arrow schema, so a column added
-there reaches the Delta tables without a second declaration. Delta has no primary keys: the
+there reaches the Delta tables without a second declaration (a table DuckDB keeps behind a view
+is the Delta table of the view's name). Delta has no primary keys: the
 Spark unit keeps each key unique itself (``KEYS`` names them, read from the same migrations).
 """
 
@@ -14,6 +15,7 @@ from collections.abc import Mapping
 import duckdb
 import pyarrow as pa
 
+from replay_assets.storage.db.migrations import LANDING_TABLES
 from replay_assets.storage.db.warehouse import migrate
 
 
@@ -28,9 +30,14 @@ def _migrated() -> tuple[Mapping[str, pa.Schema], Mapping[str, tuple[str, ...]]]
                 "SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main' ORDER BY table_name"
             ).fetchall()
         ]
-        schemas = {name: con.sql(f'SELECT * FROM "{name}" LIMIT 0').arrow().schema for name in names}
+        # DuckDB's landing tables behind the views ``raw_receipts`` and ``staged_events`` are Delta
+        # tables of those names (schema v12)
+        named = {table: view for view, table in LANDING_TABLES.items()}
+        schemas = {
+            named.get(name, name): con.sql(f'SELECT * FROM "{name}" LIMIT 0').arrow().schema for name in names
+        }
         keys = {
-            str(table): tuple(str(c) for c in columns)
+            named.get(str(table), str(table)): tuple(str(c) for c in columns)
             for table, columns in con.execute(
                 "SELECT table_name, constraint_column_names FROM duckdb_constraints() "
                 "WHERE constraint_type = 'PRIMARY KEY'"
