@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from replay_assets.core.errors import ReplayError
-from replay_assets.storage.db.migrations import LANDING_TABLES
+from replay_assets.storage.db.migrations import LANDING_VIEWS
 from replay_assets.storage.landing import ingest, parallel, row_groups, workers
 from replay_assets.usecases.land import land
 from replay_assets_tests.storage.test_bad_input import D1, deliver, event, make_pipeline, rows
@@ -153,7 +153,7 @@ def test_a_large_file_lands_in_whole_row_groups(tmp_path: Path) -> None:
     assert batch.new
     groups = """SELECT sum(count) FROM pragma_storage_info(?)
         WHERE column_id = 0 AND segment_type <> 'VALIDITY' GROUP BY row_group_id ORDER BY row_group_id"""
-    for table in LANDING_TABLES.values():  # the tables behind raw_receipts and staged_events
+    for table in LANDING_VIEWS.values():  # the tables behind raw_receipts and staged_events
         assert rows(p, groups, [table]) == [
             (row_groups.ROW_GROUP_ROWS,),
             (row_groups.ROW_GROUP_ROWS,),

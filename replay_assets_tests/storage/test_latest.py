@@ -11,7 +11,7 @@ import pytest
 
 from replay_assets.entrypoints.cli import main
 from replay_assets.storage.apply import latest
-from replay_assets.storage.db.migrations import LANDING_TABLES
+from replay_assets.storage.db.migrations import LANDING_VIEWS
 from replay_assets.storage.db.warehouse import migrate
 from replay_assets.usecases.context import Pipeline
 from replay_assets.usecases.operations import Operations
@@ -42,7 +42,7 @@ def test_a_home_that_predates_them_gets_them_built_from_history(applied: Pipelin
     with applied.warehouse.connect() as con:
         expected = con.execute("SELECT * FROM order_latest ORDER BY ALL").fetchall()
         con.execute("DROP VIEW raw_payloads")  # what v10 creates
-        for view, table in LANDING_TABLES.items():  # what v12 creates
+        for view, table in LANDING_VIEWS.items():  # what v12 creates
             con.execute(f"DROP VIEW {view}")
             con.execute(f"ALTER TABLE {table} RENAME TO {view}")
         con.execute("ALTER TABLE raw_receipts DROP COLUMN rendering")

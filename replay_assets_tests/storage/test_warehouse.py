@@ -13,7 +13,7 @@ import duckdb
 import pytest
 
 from replay_assets.core.errors import ErrorCode, ReplayError
-from replay_assets.storage.db.migrations import LANDING_TABLES, MIGRATIONS
+from replay_assets.storage.db.migrations import LANDING_VIEWS, MIGRATIONS
 from replay_assets.storage.db.warehouse import Warehouse, one
 
 CONSUMER_VIEWS = {"current_orders", "current_customers", "daily_aggregates"}
@@ -54,7 +54,7 @@ def test_migrations_from_empty_apply_every_version_and_create_the_consumer_views
     assert CONSUMER_VIEWS <= views
     assert CONSUMER_TABLES <= tables
     # the landing's per-line rows: views over the tables the landing writes (v12)
-    assert set(LANDING_TABLES) <= views and set(LANDING_TABLES.values()) <= tables
+    assert set(LANDING_VIEWS) <= views and set(LANDING_VIEWS.values()) <= tables
     assert empty == [0, 0, 0]
     assert columns == [
         "order_id",
@@ -262,10 +262,10 @@ def test_the_landing_tables_move_behind_views_with_every_row(tmp_path: Path) -> 
         "source_seq, entity, op, key, version, event_time, content_sha256, image_sha256) "
         "VALUES ('b', 's', 'D', 'f', 2, 'e', 1, 'order_line', 'upsert', 'k', 1, 't', 'c', 'i')"
     )
-    before = {view: con.execute(f"SELECT * FROM {view} ORDER BY ALL").fetchall() for view in LANDING_TABLES}
+    before = {view: con.execute(f"SELECT * FROM {view} ORDER BY ALL").fetchall() for view in LANDING_VIEWS}
     con.close()
     with Warehouse(tmp_path).connect() as con:
-        for view, table in LANDING_TABLES.items():
+        for view, table in LANDING_VIEWS.items():
             assert con.execute(f"SELECT * FROM {view} ORDER BY ALL").fetchall() == before[view]
             assert con.execute(f"SELECT * FROM {table} ORDER BY ALL").fetchall() == before[view]
             kind = "SELECT table_type FROM information_schema.tables WHERE table_name = ?"

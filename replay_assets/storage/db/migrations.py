@@ -295,10 +295,10 @@ _V11 = [
 # every reader keeps reading ``raw_receipts`` and ``staged_events``. This step changes no row and
 # no reader; the next has the views also read the rows the landing workers leave in Parquet files
 # (benchmarks/README, thirteenth round).
-LANDING_TABLES = {"raw_receipts": "receipt_rows", "staged_events": "staged_rows"}
+LANDING_VIEWS = {"raw_receipts": "receipt_rows", "staged_events": "staged_rows"}  # view -> its table
 _V12 = [
     statement
-    for view, table in LANDING_TABLES.items()
+    for view, table in LANDING_VIEWS.items()
     for statement in (f"ALTER TABLE {view} RENAME TO {table}", f"CREATE VIEW {view} AS SELECT * FROM {table}")
 ]
 

@@ -9,7 +9,7 @@ import datetime as dt
 import duckdb
 
 from replay_assets.core.errors import Violation
-from replay_assets.storage.db.migrations import LANDING_TABLES
+from replay_assets.storage.db.migrations import LANDING_VIEWS
 from replay_assets.storage.db.warehouse import one
 
 # a batch's landed rows, removed by a relanding (the delivered files stay in the landing area)
@@ -79,7 +79,7 @@ def record_relanding(
         ],
     )
     for table in LANDED_TABLES:  # constant names; a view's rows are deleted from its table
-        con.execute(f"DELETE FROM {LANDING_TABLES.get(table, table)} WHERE batch_id = ?", [batch_id])
+        con.execute(f"DELETE FROM {LANDING_VIEWS.get(table, table)} WHERE batch_id = ?", [batch_id])
 
 
 def record_skip(

@@ -16,7 +16,7 @@ import duckdb
 
 from replay_assets.core.events import canonical_json, sha256_text
 from replay_assets.storage.apply import latest
-from replay_assets.storage.db.migrations import LANDING_TABLES
+from replay_assets.storage.db.migrations import LANDING_VIEWS
 from replay_assets.storage.db.warehouse import one
 
 PRUNED_THROUGH = "pruned_through"
@@ -52,7 +52,7 @@ def prune_load_date(
     params: dict[str, object] = {"day": day}
     removed = {
         # a view's rows are deleted from its table (schema v12)
-        kind: _deleted(con, f"DELETE FROM {LANDING_TABLES.get(table, table)} WHERE load_date = $day", params)
+        kind: _deleted(con, f"DELETE FROM {LANDING_VIEWS.get(table, table)} WHERE load_date = $day", params)
         for table, kind in PER_DATE.items()
     }
     history = 0

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 import duckdb
 import pyarrow as pa
 
-from replay_assets.storage.db.migrations import LANDING_TABLES
+from replay_assets.storage.db.migrations import LANDING_VIEWS
 from replay_assets.storage.db.warehouse import migrate
 
 
@@ -32,7 +32,7 @@ def _migrated() -> tuple[Mapping[str, pa.Schema], Mapping[str, tuple[str, ...]]]
         ]
         # DuckDB's landing tables behind the views ``raw_receipts`` and ``staged_events`` are Delta
         # tables of those names (schema v12)
-        named = {table: view for view, table in LANDING_TABLES.items()}
+        named = {table: view for view, table in LANDING_VIEWS.items()}
         schemas = {
             named.get(name, name): con.sql(f'SELECT * FROM "{name}" LIMIT 0').arrow().schema for name in names
         }
