@@ -186,19 +186,24 @@ def _compressions(con: duckdb.DuckDBPyConnection, table: str, column: str) -> se
     return {str(r[0]) for r in rows}
 
 
-def test_the_hash_columns_migrate_to_uncompressed_storage_with_every_row(tmp_path: Path) -> None:
-    """A warehouse at version 10 with rows in the five tables: version 11 keeps every row and
-    column, and the hash columns are written uncompressed from then on (the other columns keep
-    DuckDB's choice)."""
-    path = tmp_path / "warehouse.duckdb"
+def _migrated_to(path: Path, version: int) -> duckdb.DuckDBPyConnection:
+    """A connection to a new warehouse file with the migrations up to ``version`` applied."""
     con = duckdb.connect(str(path))
     con.execute(
         "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL)"
     )
-    for version, statements in MIGRATIONS[:10]:
+    for number, statements in MIGRATIONS[:version]:
         for statement in statements:
             con.execute(statement)
-        con.execute("INSERT INTO schema_migrations VALUES (?, now())", [version])
+        con.execute("INSERT INTO schema_migrations VALUES (?, now())", [number])
+    return con
+
+
+def test_the_hash_columns_migrate_to_uncompressed_storage_with_every_row(tmp_path: Path) -> None:
+    """A warehouse at version 10 with rows in the five tables: version 11 keeps every row and
+    column, and the hash columns are written uncompressed from then on (the other columns keep
+    DuckDB's choice)."""
+    con = _migrated_to(tmp_path / "warehouse.duckdb", 10)
     hashes = "SELECT sha256(CAST(range AS VARCHAR)) FROM range(3000)"
     con.execute(
         f"""INSERT INTO event_registry SELECT 's', 'e' || row_number() OVER (), row_number() OVER (), h, 'D'
@@ -242,17 +247,8 @@ def test_the_hash_columns_migrate_to_uncompressed_storage_with_every_row(tmp_pat
 
 def test_the_landing_tables_move_behind_views_with_every_row(tmp_path: Path) -> None:
     """A warehouse at version 11 with landed rows: version 12 renames the two tables and puts
-    views of the old names over them, so every reader reads the same rows and the landing's
-    inserts go to the tables."""
-    path = tmp_path / "warehouse.duckdb"
-    con = duckdb.connect(str(path))
-    con.execute(
-        "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL)"
-    )
-    for version, statements in MIGRATIONS[:11]:
-        for statement in statements:
-            con.execute(statement)
-        con.execute("INSERT INTO schema_migrations VALUES (?, now())", [version])
+    views of the old names over them, so every reader reads the same rows."""
+    con = _migrated_to(tmp_path / "warehouse.duckdb", 11)
     con.execute(
         "INSERT INTO raw_receipts VALUES ('b', 's', 'D', now(), 'f', 1, 'h', 'x', NULL), "
         "('b', 's', 'D', now(), 'f', 2, 'h2', NULL, 3)"
