@@ -30,6 +30,7 @@ from typing import Any
 import duckdb
 
 from replay_assets.storage.apply.stage import FOLD_TABLES, stage_fold
+from replay_assets.storage.landing import segments
 
 STATEMENTS = ("_events", "_committed", "_registry", "_fold", "_folded")
 
@@ -52,11 +53,13 @@ class Timed:
 
 @contextmanager
 def copy_of(warehouse: Path, limit: str) -> Iterator[duckdb.DuckDBPyConnection]:
-    """A connection to a scratch copy of ``warehouse`` under the memory limit ``limit``."""
+    """A connection to a scratch copy of ``warehouse`` under the memory limit ``limit``, reading
+    the landing's segment files where they are (in ``warehouse``'s home; only read)."""
     with tempfile.TemporaryDirectory() as scratch:
         copy = Path(scratch) / "warehouse.duckdb"
         shutil.copy(warehouse, copy)
         con = duckdb.connect(str(copy), config={"memory_limit": limit})
+        segments.bind(con, warehouse.parent, create=False)  # the landing's files stay the home's
         try:
             yield con
         finally:

@@ -25,6 +25,8 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
+from replay_assets.storage.landing import segments
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import stream
 
@@ -337,6 +339,7 @@ class Bench:
     def growth(self) -> dict[str, int]:
         """Registry and history rows and the warehouse's size (read-only, after a run)."""
         con = duckdb.connect(str(self.home / "warehouse.duckdb"), read_only=True)
+        segments.bind(con, self.home, create=False)
         try:
             counts = {
                 t: int(con.execute(f"SELECT count(*) FROM {t}").fetchone()[0])  # type: ignore[index]
@@ -344,7 +347,9 @@ class Bench:
             }
         finally:
             con.close()
-        counts["warehouse_bytes"] = (self.home / "warehouse.duckdb").stat().st_size
+        counts["warehouse_bytes"] = (self.home / "warehouse.duckdb").stat().st_size + sum(
+            f.stat().st_size for f in (self.home / segments.FOLDER).rglob("*") if f.is_file()
+        )  # the warehouse is the file and the landing's segment files (schema v13)
         counts["published_bytes"] = sum(
             f.stat().st_size for f in (self.home / "published").rglob("*") if f.is_file()
         )

@@ -197,7 +197,8 @@ def cmd_resolve(args: argparse.Namespace) -> int:
 def cmd_reconcile(args: argparse.Namespace) -> int:
     """The audit: reconciliation per load date must add up; then the newest certified states,
     each business date's newest aggregates and the latest tables are recomputed whole from
-    history (mismatches are flagged SUSPECT)."""
+    history (mismatches are flagged SUSPECT); then every registered segment file of the landing
+    is read and checked against its size and sha256."""
     session = _session(args)
     ops = Operations(session.pipeline)
     rows = ops.reconcile()
@@ -207,7 +208,11 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
         print(f"{asset}: {verdict.checked} publications re-verified, {len(verdict.mismatched)} SUSPECT")
         for key, reason in verdict.reasons.items():
             print(f"  {key}: {reason}")
-    bad = any(not r["adds_up"] for r in rows) or any(v.mismatched for v in verdicts.values())
+    checked, damaged = ops.check_segments()
+    print(f"segment files: {checked} checked, {len(damaged)} damaged")
+    for found in damaged:
+        print(f"  {found['path']}: {found['problem']}")
+    bad = any(not r["adds_up"] for r in rows) or any(v.mismatched for v in verdicts.values()) or bool(damaged)
     return 1 if bad else 0
 
 

@@ -91,6 +91,12 @@ class Operations:
         with self.pipeline.store.connect() as unit:
             return unit.reconciliation_report()
 
+    def check_segments(self) -> tuple[int, list[dict[str, object]]]:
+        """The landing's registered segment files, and those whose bytes are not what was
+        registered (gone, resized or changed)."""
+        with self.pipeline.store.connect() as unit:
+            return unit.segment_files(), unit.segment_problems()
+
     def status_report(self) -> tuple[Decision, dict[str, list[dict[str, Any]]], Slos]:
         """Read-only, in one read of the last committed state (one wait at most while a writer
         holds the warehouse): the plan, the partition status with the waiting load dates' live

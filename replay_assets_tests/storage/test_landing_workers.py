@@ -5,6 +5,7 @@ exactly, in the layout it came in."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -13,8 +14,7 @@ from typing import Any
 import pytest
 
 from replay_assets.core.errors import ReplayError
-from replay_assets.storage.db.migrations import LANDING_VIEWS
-from replay_assets.storage.landing import ingest, parallel, row_groups, workers
+from replay_assets.storage.landing import ingest, parallel, workers
 from replay_assets.usecases.land import land
 from replay_assets_tests.storage.test_bad_input import D1, deliver, event, make_pipeline, rows
 from replay_assets_tests.storage.test_certify import renderings, variants
@@ -128,37 +128,47 @@ def test_a_delivery_refused_after_its_last_chunk_leaves_the_workers_clean(tmp_pa
     assert rows(p, "SELECT count(*) FROM raw_payloads WHERE sha256(payload) <> payload_sha256") == [(0,)]
 
 
-def test_inserts_in_whole_row_groups_land_every_line_once_and_in_place(tmp_path: Path) -> None:
-    """With row groups of 7 rows and inserts every 40 lines, each insert leaves some prepared
-    rows for the next one: the carried rows land once, with their own line numbers, exactly as
-    the landing process lands the file in one go."""
+def test_chunks_landed_in_many_calls_land_every_line_once_and_in_place(tmp_path: Path) -> None:
+    """With chunks of 20 lines cut into slices of 10 and the landing thread called every 40
+    lines, each call keeps several workers' files: every line lands once, with its own line
+    number, exactly as the landing process lands the file in one go."""
     inline = landed(tmp_path / "inline", pool_min_lines=10**9)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(row_groups, "ROW_GROUP_ROWS", 7)
         patch.setattr(parallel, "CHUNK_LINES", 20)
         patch.setattr(ingest, "LAND_LINES", 40)
-        carried = landed(tmp_path / "carried", pool_min_lines=10)
-    assert {**carried, "costs": None} == {**inline, "costs": None}
+        sliced = landed(tmp_path / "sliced", pool_min_lines=10)
+    assert {**sliced, "costs": None} == {**inline, "costs": None}
 
 
-def test_a_large_file_lands_in_whole_row_groups(tmp_path: Path) -> None:
-    """Every insert but a file's last fills whole row groups, so nothing is left for a
-    checkpoint to merge (and rewrite): the tables hold full row groups and one partial one."""
-    size = 2 * row_groups.ROW_GROUP_ROWS + 1_000
+def test_a_file_the_grammar_certifies_lands_as_the_workers_files(tmp_path: Path) -> None:
+    """No row of a file the grammar certifies whole is copied into the warehouse: its workers'
+    files are under the home's segments, registered with their rows, bytes and sha256, and the
+    views read every line from them once, numbered as in the file."""
+    size = 3 * 2_000 + 500
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(ingest, "LAND_LINES", 2 * parallel.CHUNK_LINES)  # inserts of about 128k lines
+        patch.setattr(parallel, "CHUNK_LINES", 2_000)
+        patch.setattr(parallel, "POOL_MIN_LINES", 1_000)
+        patch.setattr(parallel, "SLICE_LINES", 1_000)
         p = make_pipeline(tmp_path)
-        deliver(p, D1, "B1", [event(i, f"o{i}") for i in range(1, size + 1)])
+        compact = [
+            json.dumps(json.loads(event(i, f"o{i}")), separators=(",", ":")) for i in range(1, size + 1)
+        ]
+        deliver(p, D1, "B1", compact)
         (batch,) = land(p, D1)
     assert batch.new
-    groups = """SELECT sum(count) FROM pragma_storage_info(?)
-        WHERE column_id = 0 AND segment_type <> 'VALIDITY' GROUP BY row_group_id ORDER BY row_group_id"""
-    for table in LANDING_VIEWS.values():  # the tables behind raw_receipts and staged_events
-        assert rows(p, groups, [table]) == [
-            (row_groups.ROW_GROUP_ROWS,),
-            (row_groups.ROW_GROUP_ROWS,),
-            (1_000,),
-        ]
+    assert rows(p, "SELECT count(*) FROM staged_rows UNION ALL SELECT count(*) FROM receipt_rows") == [
+        (0,),
+        (0,),
+    ]
+    registered = rows(p, "SELECT kind, path, rows, bytes, sha256 FROM landing_segments ORDER BY kind, path")
+    assert {kind for kind, *_ in registered} == {"receipts", "staged"}
+    for kind in ("receipts", "staged"):
+        assert sum(n for k, _path, n, _bytes, _sha in registered if k == kind) == size
+        assert len([k for k, *_ in registered if k == kind]) >= 4  # a file per worker's slice
+    for _kind, path, _rows, size_bytes, sha in registered:
+        data = (tmp_path / "segments" / path).read_bytes()
+        assert (len(data), hashlib.sha256(data).hexdigest()) == (size_bytes, sha)
     assert rows(
         p, "SELECT count(DISTINCT line_number), min(line_number), max(line_number) FROM staged_events"
     ) == [(size, 1, size)]
+    assert rows(p, "SELECT count(*), count(DISTINCT line_number) FROM raw_receipts") == [(size, size)]

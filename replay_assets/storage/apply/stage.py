@@ -13,6 +13,7 @@ from replay_assets.core.fold import Outcome
 from replay_assets.storage.apply import latest
 from replay_assets.storage.apply.fold_sql import fold_into
 from replay_assets.storage.db.warehouse import one
+from replay_assets.storage.landing import segments
 
 ORDER_KEY_SQL = "'[\"' || order_id || '\",' || CAST(line_no AS VARCHAR) || ']'"
 CUSTOMER_KEY_SQL = "'[\"' || customer_id || '\"]'"
@@ -36,7 +37,6 @@ FOLD_COLUMNS = (
     "line_no",
     "customer_id",
 )
-_DAYS_EVENTS = "s.load_date = $day AND list_contains($batches, s.batch_id)"
 
 
 def stage_fold(con: duckdb.DuckDBPyConnection, batches: list[str], load_date: str) -> None:
@@ -45,11 +45,11 @@ def stage_fold(con: duckdb.DuckDBPyConnection, batches: list[str], load_date: st
     as of the load date before, with the group it sits in), ``_registry`` (registry rows sharing
     an event id or a source_seq), ``_fold`` and ``_folded`` (the events with their outcomes)."""
     params: dict[str, object] = {"batches": batches, "day": load_date}
-    position = f"CAST({_position(con, params)} AS BIGINT)"
+    staged = segments.of_date(con, "staged_events", params)  # the date's events, its files by name
+    position = f"CAST({_position(con, staged, params)} AS BIGINT)"
     con.execute(
         f"""CREATE OR REPLACE TEMP TABLE _events AS
-        SELECT {", ".join(f"s.{c}" for c in FOLD_COLUMNS)}, {position} AS pos
-        FROM staged_events s WHERE {_DAYS_EVENTS}""",
+        SELECT {", ".join(f"s.{c}" for c in FOLD_COLUMNS)}, {position} AS pos FROM {staged} s""",
         params,
     )
     from_latest = latest.holds_before(con, load_date)
@@ -70,7 +70,7 @@ def stage_fold(con: duckdb.DuckDBPyConnection, batches: list[str], load_date: st
             f"""CREATE OR REPLACE TEMP TABLE _folded AS
             SELECT s.*, ($outcomes)[f.v // 32] AS outcome, ($rules)[nullif((f.v // 4) % 8, 0)] AS rule,
                 f.v % 2 = 1 AS winner, (f.v // 2) % 2 = 1 AS new_id
-            FROM (SELECT s.*, {position} AS pos FROM staged_events s WHERE {_DAYS_EVENTS}) s
+            FROM (SELECT s.*, {position} AS pos FROM {staged} s) s
             JOIN (SELECT pos, CAST(list_position($outcomes, outcome) * 32
                     + coalesce(list_position($rules, rule), 0) * 4 + CAST(new_id AS INTEGER) * 2
                     + CAST(winner AS INTEGER) AS SMALLINT) AS v
@@ -133,14 +133,13 @@ def _committed_sql(from_latest: bool) -> str:
         {newest.format("h.customer_id")}"""
 
 
-def _position(con: duckdb.DuckDBPyConnection, params: dict[str, object]) -> str:
+def _position(con: duckdb.DuckDBPyConnection, staged: str, params: dict[str, object]) -> str:
     """SQL numbering events in application order (batch order, file, line): arithmetic, so the
     load date is never sorted with its payload; a window sort only beyond the bit budget.
     Only the order matters to the fold, not that the numbers are dense."""
     found = one(
         con,
-        """SELECT list(DISTINCT source_file ORDER BY source_file), max(line_number)
-        FROM staged_events WHERE load_date = $day AND list_contains($batches, batch_id)""",
+        f"SELECT list(DISTINCT source_file ORDER BY source_file), max(line_number) FROM {staged}",
         params,
     )
     files, last_line = found if found else ([], 0)

@@ -4,6 +4,7 @@ internally (they sort correctly); consumer views cast them to DATE."""
 from __future__ import annotations
 
 from replay_assets.core.events import CUSTOMER_IMAGE, ORDER_IMAGE
+from replay_assets.storage.landing import segments
 from replay_assets.storage.landing.receipts import RAW_PAYLOADS_VIEW
 
 ORDER_COLUMNS = ORDER_IMAGE  # history/consumer column order is the image order
@@ -295,12 +296,17 @@ _V11 = [
 # every reader keeps reading ``raw_receipts`` and ``staged_events``. This step changes no row and
 # no reader; the next has the views also read the rows the landing workers leave in Parquet files
 # (benchmarks/README, thirteenth round).
-LANDING_VIEWS = {"raw_receipts": "receipt_rows", "staged_events": "staged_rows"}  # view -> its table
+LANDING_VIEWS = {k.view: k.table for k in segments.KINDS}  # raw_receipts -> receipt_rows, ...
 _V12 = [
     statement
     for view, table in LANDING_VIEWS.items()
     for statement in (f"ALTER TABLE {view} RENAME TO {table}", f"CREATE VIEW {view} AS SELECT * FROM {table}")
 ]
+
+# Throughput (issue 16): the landing's rows stay in the workers' Parquet files under
+# ``$HOME/segments`` (``storage/landing/segments.py``), registered in ``landing_segments``; the
+# views read the tables' rows and the registered files' rows. Existing rows stay in the tables.
+_V13 = [segments.REGISTER, *(segments.view_sql(kind) for kind in segments.KINDS)]
 
 MIGRATIONS: list[tuple[int, list[str]]] = [
     (1, _V1),
@@ -315,4 +321,5 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
     (10, _V10),
     (11, _V11),
     (12, _V12),
+    (13, _V13),
 ]

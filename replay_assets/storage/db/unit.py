@@ -22,7 +22,7 @@ from replay_assets.storage.db.publish_steps import DuckDBPublishSteps
 from replay_assets.storage.evidence import attempts, batches, costs, notes
 from replay_assets.storage.evidence import status as partition_status
 from replay_assets.storage.journal import entries, identities
-from replay_assets.storage.landing import ingest
+from replay_assets.storage.landing import ingest, segments
 from replay_assets.storage.publish import aggregates, certify, exports, published_copy, reverify
 from replay_assets.storage.retention import prune
 from replay_assets.storage.unit import Unit
@@ -127,6 +127,8 @@ class DuckDBUnit:
     daily_totals = bound(exports.daily_totals)
     export_table = bound(exports.table)
     reconciliation_report = bound(exports.reconciliation_report)
+    segment_problems = bound(segments.problems)
+    segment_files = bound(segments.count)
     status_report = bound(exports.status_report)
     # evidence
     record_cost = bound(costs.record_cost)

@@ -25,6 +25,7 @@ import polars as pl
 
 from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.storage.db.migrations import MIGRATIONS
+from replay_assets.storage.landing import segments
 
 POLL_SECONDS = 0.05
 # how long a reader tries the warehouse before it answers from the published copy: longer than a
@@ -141,7 +142,9 @@ class Warehouse:
             self._acquire(fd, deadline, wait)
             con = _open_retrying(self.path, deadline, read_only=False)
             try:
+                segments.bind(con, self.home, create=True)
                 migrate(con)
+                segments.sweep(con)  # what a landing rolled back, a relanding or retention left
                 yield con
             finally:
                 con.close()
@@ -198,7 +201,11 @@ class WarehouseReader:
         held = _held(self.path)
         if held is not None:  # this process writes: read what it committed, through its connection
             self.source = "warehouse"
-        con = held.con.cursor() if held is not None and held.con is not None else self._open(wait)
+        if held is not None and held.con is not None:
+            con = held.con.cursor()  # a connection of its own: it names the home again
+            segments.bind(con, self.path.parent, create=False)
+        else:
+            con = self._open(wait)
         try:
             found, newest = schema_version(con), MIGRATIONS[-1][0]
             if found < newest:
@@ -220,7 +227,9 @@ class WarehouseReader:
         copy = self.fallback if self.fallback is not None and self.fallback.exists() else None
         first = min(wait, FALLBACK_AFTER_SECONDS) if self.fallback is not None else wait
         try:
-            return _open_retrying(self.path, time.monotonic() + first, read_only=True)
+            con = _open_retrying(self.path, time.monotonic() + first, read_only=True)
+            segments.bind(con, self.path.parent, create=False)
+            return con
         except ReplayError as busy:
             if self.fallback is None or busy.code is not ErrorCode.WAREHOUSE_BUSY:
                 raise
@@ -271,6 +280,8 @@ def schema_version(con: duckdb.DuckDBPyConnection) -> int:
 
 def migrate(con: duckdb.DuckDBPyConnection) -> None:
     """Bring the schema to the newest version; each migration is one transaction."""
+    if con.execute(f"SELECT getvariable('{segments.HOME_VARIABLE}')").fetchall()[0][0] is None:
+        segments.bind(con, None, create=False)  # a warehouse without a home (in memory)
     con.execute(
         "CREATE TABLE IF NOT EXISTS schema_migrations "
         "(version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL)"

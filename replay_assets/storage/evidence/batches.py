@@ -9,8 +9,8 @@ import datetime as dt
 import duckdb
 
 from replay_assets.core.errors import Violation
-from replay_assets.storage.db.migrations import LANDING_VIEWS
 from replay_assets.storage.db.warehouse import one
+from replay_assets.storage.landing import segments
 
 # a batch's landed rows, removed by a relanding (the delivered files stay in the landing area)
 LANDED_TABLES = (
@@ -62,7 +62,8 @@ def record_relanding(
     now: dt.datetime,
 ) -> None:
     """Record the relanding (with the schema-gate ``violations`` and the rejections it undoes),
-    then remove the batch's landed rows so the next run lands the same files again."""
+    then remove the batch's landed rows so the next run lands the same files again (its segment
+    files, no longer registered, go at the next ``segments.sweep``)."""
     rejected = one(con, "SELECT count(*) FROM rejected_events WHERE batch_id = ?", [batch_id])
     con.execute(
         "INSERT INTO batch_relandings (batch_id, load_date, manifest_sha256, violations, rejected, "
@@ -78,8 +79,11 @@ def record_relanding(
             now,
         ],
     )
-    for table in LANDED_TABLES:  # constant names; a view's rows are deleted from its table
-        con.execute(f"DELETE FROM {LANDING_VIEWS.get(table, table)} WHERE batch_id = ?", [batch_id])
+    for table in LANDED_TABLES:  # constant names; a landing view's rows go from its table and files
+        if table in segments.BY_VIEW:
+            segments.delete(con, table, "batch_id = $batch", {"batch": batch_id})
+        else:
+            con.execute(f"DELETE FROM {table} WHERE batch_id = ?", [batch_id])
 
 
 def record_skip(

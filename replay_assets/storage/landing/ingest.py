@@ -9,7 +9,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as futures_wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -22,7 +22,7 @@ from replay_assets.core.events import (
 )
 from replay_assets.core.manifest import Manifest
 from replay_assets.storage.db.warehouse import insert_frame, one
-from replay_assets.storage.landing import parallel, prefetch, row_groups, rows, validation, workers
+from replay_assets.storage.landing import parallel, prefetch, rows, segments, validation, workers
 from replay_assets.storage.landing.area import DeliveryFile, RawChunk
 from replay_assets.storage.landing.files import LineProblem
 from replay_assets.storage.landing.rows import Landed as Landed
@@ -87,15 +87,16 @@ def _land_file(
 ) -> int:
     """Land one file chunk by chunk: while the workers prepare a chunk (``prepare.py``: hashes,
     the grammar's certification, Parquet), this thread reads the one after, and a thread of its
-    own lands what was prepared before, ``LAND_LINES`` at a time in whole row groups. Returns the
+    own lands what was prepared before, ``LAND_LINES`` at a time. Returns the
     number of source events (non-blank lines). A file ``prefetch.py`` prepared ahead under the
     same context lands from its prepared chunks."""
     ahead = prefetch.take(f, ctx)
     if ahead is not None:
         ready = [_ready(*c) for c in ahead]
-        return _land_ready(con, where, ready, _Queues(), last=True, ctx=ctx, now=now, found=found)
-    land = partial(_land_ready, con, where, queues=_Queues(), ctx=ctx, now=now, found=found)
-    with tempfile.TemporaryDirectory(prefix="replay-chunk-") as folder, _Lander() as lander:
+        return _land_ready(con, where, ready, ctx=ctx, now=now, found=found)
+    land = partial(_land_ready, con, where, ctx=ctx, now=now, found=found)
+    scratch = segments.incoming(con)
+    with tempfile.TemporaryDirectory(prefix="replay-chunk-", dir=scratch) as folder, _Lander() as lander:
         before: tuple[RawChunk, parallel.Started] | None = None
         waiting: list[_Ready] = []
         try:
@@ -104,12 +105,12 @@ def _land_file(
                 if before is not None:
                     waiting.append(_ready(*before))
                     if sum(r.present for r in waiting) >= LAND_LINES:
-                        lander.submit(partial(land, waiting, last=False))
+                        lander.submit(partial(land, waiting))
                         waiting = []
                 before = (chunk, started)
             if before is not None:
                 waiting.append(_ready(*before))
-            lander.submit(partial(land, waiting, last=True))
+            lander.submit(partial(land, waiting))
             return lander.wait()
         except BaseException:
             lander.drain()
@@ -119,91 +120,59 @@ def _land_file(
             raise
 
 
-# Lines handed to the landing thread at a time (but a file's last ones), which inserts the whole
-# row groups of what waits (``row_groups.py``): DuckDB writes the row groups of an insert this large
-# as it goes, and keeps a smaller one in the transaction. Measured: 8M staged rows in one
-# transaction took 4.3 us a row in 64k-row inserts, 2.3 us in 250k-row ones.
+# Lines handed to the landing thread at a time (but a file's last ones), which keeps their files
+# and decides the lines the grammar left (``_land_ready``) while this thread reads on.
 LAND_LINES = 4 * parallel.CHUNK_LINES
 
 
 @dataclass(frozen=True)
 class _Ready:
-    """A chunk the workers prepared, to land: its Parquet files (with their rows) and what
-    reading found."""
+    """A chunk the workers prepared, to land: its Parquet files and what reading found."""
 
     problems: dict[int, LineProblem]
-    lines: list[tuple[str, int]]
-    staged: list[tuple[str, int]]
+    lines: list[segments.Written]
+    staged: list[segments.Written]
     cpu_seconds: float
 
     @property
     def present(self) -> int:
         """Non-blank lines: the rows of the lines files."""
-        return sum(rows for _name, rows in self.lines)
+        return sum(f.rows for f in self.lines)
 
     @property
     def certified(self) -> int:
         """Lines the grammar certified: the rows of the staged files."""
-        return sum(rows for _name, rows in self.staged)
+        return sum(f.rows for f in self.staged)
 
 
 def _ready(chunk: RawChunk, started: parallel.Started) -> _Ready:
     prepared = started.results()
     lines, staged = parallel.files(prepared)
-    return _Ready(
-        chunk[2],
-        list(zip(lines, (p.present for p in prepared), strict=True)),
-        list(zip(staged, (p.certified for p in prepared), strict=True)),
-        cpu_seconds=sum(p.cpu_seconds for p in prepared),
-    )
-
-
-@dataclass
-class _Queues:
-    """A file's prepared Parquet files waiting to be inserted, per table (``row_groups.py``)."""
-
-    lines: row_groups.Queue = field(default_factory=row_groups.Queue)
-    staged: row_groups.Queue = field(default_factory=row_groups.Queue)
+    return _Ready(chunk[2], lines, staged, cpu_seconds=sum(p.cpu_seconds for p in prepared))
 
 
 def _land_ready(
     con: duckdb.DuckDBPyConnection,
     where: dict[str, Any],
     ready: list[_Ready],
-    queues: _Queues,
     *,
-    last: bool,
     ctx: ValidationContext,
     now: dt.datetime,
     found: rows.Found,
 ) -> int:
-    """Land prepared chunks: every line as a raw receipt and the grammar's certified events as
-    staged events, set-based from the workers' Parquet files, in whole row groups (the rest
-    waits in ``queues`` for the next call; ``last`` lands all); the lines the grammar left go to
-    DuckDB's JSON path (another layout of a valid event) and then, one by one, to
-    ``parse_event``, which decides every line neither path certified. Returns the chunks' events."""
+    """Land prepared chunks: the lines the grammar left go to DuckDB's JSON path (another layout
+    of a valid event) and then, one by one, to ``parse_event``, which decides every line neither
+    path certified, into ``staged_rows``; then the workers' files (every line's receipt, the
+    grammar's certified events) are kept as they are (``segments.py``). Returns the chunks'
+    events."""
     found.worker_cpu_seconds += sum(r.cpu_seconds for r in ready)
-    values = {n: where[n] for n in _WHERE}
-    lines = queues.lines.take((f for r in ready for f in r.lines), last=last)
-    if lines is not None:
-        con.execute(
-            """INSERT INTO receipt_rows (batch_id, source, load_date, landed_at, source_file,
-                   line_number, payload_sha256, payload, rendering)
-               SELECT $batch_id, $source, $load_date, $now, $source_file, line_number, sha256, line, rendering
-               FROM read_parquet($lines) LIMIT $rows OFFSET $offset""",
-            {**values, "now": now, "lines": lines.files, "rows": lines.rows, "offset": lines.offset},
-        )
-    staged = queues.staged.take((f for r in ready for f in r.staged), last=last)
-    if staged is not None:
-        _insert_staged(
-            con,
-            "(SELECT * FROM read_parquet($staged) LIMIT $rows OFFSET $offset)",
-            {**values, "staged": staged.files, "rows": staged.rows, "offset": staged.offset},
-        )
     for r in ready:
         if r.present > r.certified:
-            names = [name for name, _rows in r.lines]
+            names = [f.path for f in r.lines]
             _land_rest(con, where, names, problems=r.problems, ctx=ctx, found=found)
+    values = {**{n: where[n] for n in _WHERE}, "landed_at": now}
+    segments.keep(con, segments.BY_VIEW["raw_receipts"], values, (f for r in ready for f in r.lines))
+    segments.keep(con, segments.BY_VIEW["staged_events"], values, (f for r in ready for f in r.staged))
     return sum(r.present for r in ready)
 
 

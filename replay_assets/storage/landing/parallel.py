@@ -12,7 +12,8 @@ from pathlib import Path
 from replay_assets.core.events import ValidationContext
 from replay_assets.storage.landing import workers
 from replay_assets.storage.landing.area import RawChunk
-from replay_assets.storage.landing.prepare import LINES_FILE, STAGED_FILE, Prepared, job, prepare
+from replay_assets.storage.landing.prepare import Prepared, job, prepare
+from replay_assets.storage.landing.segments import Written
 
 POOL_MIN_LINES = 10_000  # below this a chunk is prepared in the landing process
 SLICE_LINES = 5_000  # a worker's slice is at least this long
@@ -68,9 +69,6 @@ def start(chunk: RawChunk, ctx: ValidationContext, folder: Path) -> Started:
     return Started(pool.submit(prepare, jobs), [])
 
 
-def files(prepared: list[Prepared]) -> tuple[list[str], list[str]]:
+def files(prepared: list[Prepared]) -> tuple[list[Written], list[Written]]:
     """The prepared chunk's lines and staged-event files."""
-    return (
-        [str(Path(p.folder) / LINES_FILE) for p in prepared],
-        [str(Path(p.folder) / STAGED_FILE) for p in prepared],
-    )
+    return [p.lines for p in prepared], [p.staged for p in prepared]

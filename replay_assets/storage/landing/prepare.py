@@ -5,7 +5,8 @@ Reads no file and touches no warehouse: it takes lines the landing process read 
 against the manifest), and writes two Parquet files into a folder that process owns:
 ``lines.parquet`` (every non-blank line's number and the sha256 of its raw bytes; its text, or
 when the grammar certified it, how it was rendered) and ``staged.parquet`` (the staged event of
-each certified line, from ``certify.py``). Importing this module is cheap on purpose (no
+each certified line, from ``certify.py``), as ``zstd``, durable, with their sha256: landing keeps
+them as the evidence itself (``segments.py``). Importing this module is cheap on purpose (no
 warehouse, no Dagster; DuckDB only in memory): it is what a worker process imports.
 """
 
@@ -21,6 +22,7 @@ import polars as pl
 from replay_assets.core.events import ValidationContext
 from replay_assets.storage.landing.certify import certify, sha256_hex
 from replay_assets.storage.landing.files import LineProblem
+from replay_assets.storage.landing.segments import LINES_FILE_SCHEMA, STAGED_FILE_SCHEMA, Written, write
 
 LINES_FILE = "lines.parquet"
 STAGED_FILE = "staged.parquet"
@@ -44,6 +46,8 @@ class Prepared:
     present: int  # non-blank lines (a line rejected while reading counts)
     certified: int
     cpu_seconds: float  # the preparing process's CPU time for this job
+    lines: Written
+    staged: Written
 
 
 def job(
@@ -78,13 +82,16 @@ def prepare(work: Job) -> Prepared:
     if blank:
         frame = frame.filter(~pl.col("index").is_in(blank))
     folder = Path(work.folder)
-    frame.select("line_number", "sha256", "line", "rendering").write_parquet(
-        folder / LINES_FILE, compression="uncompressed", statistics=False
-    )
+    written_lines = write(frame, folder / LINES_FILE, LINES_FILE_SCHEMA)
     staged = staged.drop("rendering").with_columns((pl.col("line_index") + first).alias("line_index"))
-    staged.rename({"line_index": "line_number"}).write_parquet(
-        folder / STAGED_FILE, compression="uncompressed", statistics=False
+    written_staged = write(
+        staged.rename({"line_index": "line_number"}), folder / STAGED_FILE, STAGED_FILE_SCHEMA
     )
     return Prepared(
-        work.folder, present=frame.height, certified=staged.height, cpu_seconds=time.process_time() - cpu
+        work.folder,
+        present=frame.height,
+        certified=staged.height,
+        cpu_seconds=time.process_time() - cpu,
+        lines=written_lines,
+        staged=written_staged,
     )

@@ -16,8 +16,8 @@ import duckdb
 
 from replay_assets.core.events import canonical_json, sha256_text
 from replay_assets.storage.apply import latest
-from replay_assets.storage.db.migrations import LANDING_VIEWS
 from replay_assets.storage.db.warehouse import one
+from replay_assets.storage.landing import segments
 
 PRUNED_THROUGH = "pruned_through"
 # the history tables and the key a newer row supersedes an older one by; constants of this module
@@ -51,8 +51,11 @@ def prune_load_date(
     removed per kind, also recorded in ``pruned_load_dates``."""
     params: dict[str, object] = {"day": day}
     removed = {
-        # a view's rows are deleted from its table (schema v12)
-        kind: _deleted(con, f"DELETE FROM {LANDING_VIEWS.get(table, table)} WHERE load_date = $day", params)
+        # a landing view's rows go from its table and its files' register rows (schema v13); the
+        # files themselves after the commit (``segments.sweep``)
+        kind: segments.delete(con, table, "load_date = $day", params)
+        if table in segments.BY_VIEW
+        else _deleted(con, f"DELETE FROM {table} WHERE load_date = $day", params)
         for table, kind in PER_DATE.items()
     }
     history = 0

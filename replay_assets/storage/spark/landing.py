@@ -104,12 +104,12 @@ def _prepared(
     prepared = started.results()
     found.worker_cpu_seconds += sum(p.cpu_seconds for p in prepared)
     line_files, staged_files = parallel.files(prepared)
-    lines = pl.read_parquet(line_files)
+    lines = pl.read_parquet([f.path for f in line_files])
     file_columns = [pl.lit(value).alias(name) for name, value in where.items()]
     receipts = [pl.lit(now).alias("landed_at"), pl.col("sha256").alias("payload_sha256")]
     receipts.append(pl.col("line").alias("payload"))
     out["raw_receipts"].append(lines.with_columns([*file_columns, *receipts]))
-    out["staged_events"].append(pl.read_parquet(staged_files).with_columns(file_columns))
+    out["staged_events"].append(pl.read_parquet([f.path for f in staged_files]).with_columns(file_columns))
     undecided = lines.filter(pl.col("rendering").is_null()).select("line_number", "line").sort("line_number")
     decided = rows.decide_rest(where, undecided.iter_rows(), problems=chunk[2], ctx=ctx, found=found)
     if decided:
