@@ -12,6 +12,7 @@ from replay_assets.core.events import ValidationContext
 from replay_assets.core.manifest import Manifest
 from replay_assets.core.plan import DatePlan
 from replay_assets.core.status import DateStatus, PartitionStatus
+from replay_assets.storage.db import failpoints
 from replay_assets.storage.evidence.costs import measure
 from replay_assets.storage.landing import area as landing_area
 from replay_assets.storage.landing import prefetch
@@ -50,6 +51,8 @@ def _land(pipeline: Pipeline, load_date: str, run_id: str | None, *, sealed_ok: 
                 )
                 for d in plan.batches
             ]
+            # the landing's files are in the home's segments, not yet registered by a commit
+            failpoints.hit(pipeline.settings.fail_point, "land.before_commit")
         _prefetch_next(pipeline, decision.plans, by_sha, after=load_date)
         return landed
     except landing_area.DeliveryMismatch as mismatch:

@@ -16,6 +16,7 @@ import pytest
 from replay_assets.demo.scenarios import seed000, seed001, seed002
 from replay_assets.entrypoints.session import Session
 from replay_assets.storage.journal import recovery
+from replay_assets.storage.landing import segments
 from replay_assets.usecases.apply import apply
 from replay_assets.usecases.land import land
 from replay_assets.usecases.recover import refresh_published
@@ -31,6 +32,7 @@ JOURNAL_POINTS = [
     "after_complete",
 ]
 APPLY_POINTS = [f"apply_load_date:{p}" for p in JOURNAL_POINTS] + [
+    "land.before_commit",
     "apply.before_commit",
     "apply.after_commit",
     "state.after_commit",
@@ -192,3 +194,32 @@ def test_recovery_apply_completes_an_operation_killed_before_its_evidence(
     )
     assert audit[-1] == {"actor": "operator:tester", "to_state": "COMPLETE"}
     s.close()
+
+
+def test_a_landing_killed_before_its_commit_leaves_files_no_one_reads_and_the_rerun_removes(
+    prepared: dict[str, tuple[Path, str, dict[str, Any]]], tmp_path: Path
+) -> None:
+    """SIGKILL after the landing moved its segment files into the home and before its commit:
+    no register row names them, so nothing reads them; the rerun's first writer removes them
+    and lands the batch again, ending where an uninterrupted run ends."""
+    template, now, reference = prepared["seed000_move"]
+    home = tmp_path / "home"
+    shutil.copytree(template, home)
+    before = _segment_files(home)
+    s = session(home, now)
+    assert s.run_in_subprocess(fail_point="land.before_commit") == -9
+    left = _segment_files(home) - before
+    assert left  # moved, never registered
+    with s.pipeline.reader.read() as con:  # the read-only port never removes a file
+        assert {str(r[0]) for r in con.execute("SELECT path FROM landing_segments").fetchall()} == before
+    s.run()
+    assert outcome(s) == reference
+    with s.pipeline.reader.read() as con:
+        registered = {str(r[0]) for r in con.execute("SELECT path FROM landing_segments").fetchall()}
+    assert _segment_files(home) == registered and not left & registered
+    s.close()
+
+
+def _segment_files(home: Path) -> set[str]:
+    base = home / segments.FOLDER
+    return {str(f.relative_to(base)) for kind in segments.KINDS for f in (base / kind.folder).glob("*/*")}
