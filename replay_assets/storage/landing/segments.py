@@ -42,6 +42,7 @@ FOLDER = "segments"
 INCOMING = ".incoming"  # landing's scratch chunks: on the home's file system, so a move is a rename
 SCHEMA_FILE = "_schema.parquet"
 HOME_VARIABLE = "replay_home"
+ZSTD_LEVEL = 1
 MISSING = (
     "a registered segment file is missing (restore the segments folder of the home with its warehouse): "
 )
@@ -166,7 +167,12 @@ def write(frame: pl.DataFrame, path: Path, schema: pl.Schema) -> Written:
     """Write ``frame`` as ``zstd`` Parquet of ``schema`` and make its bytes durable (fsync): a
     file registered by a commit must survive a power cut as the commit does."""
     buffer = io.BytesIO()
-    frame.select(list(schema)).cast(schema).write_parquet(buffer, compression="zstd", statistics=False)
+    # zstd level 1: the default level 3 costs about twice the CPU for files no smaller (polars
+    # 2.1, chunks of 32k rows: staged rows 0.53 against 0.78 us, 76 against 77 MB; receipts 0.17
+    # against 0.40 us, 26.1 against 27.3 MB)
+    frame.select(list(schema)).cast(schema).write_parquet(
+        buffer, compression="zstd", compression_level=ZSTD_LEVEL, statistics=False
+    )
     data = buffer.getbuffer()
     with open(path, "wb") as out:
         out.write(data)
