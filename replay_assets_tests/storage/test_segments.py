@@ -165,3 +165,25 @@ def test_reconcile_reads_every_registered_file_and_names_the_damaged_ones(
     assert "segment files: 2 checked, 2 damaged" in out
     assert f"{changed}: sha256 differs from the registered one" in out
     assert f"{gone}: missing" in out
+
+
+def test_a_plain_duckdb_session_on_the_warehouse_reads_the_views_without_naming_the_home(
+    tmp_path: Path,
+) -> None:
+    """An operator's own DuckDB session (no variable set) reads the landing views from the
+    warehouse file's folder; attached under another name it must name the home, or it fails
+    saying so rather than read another home's files."""
+    p = make_pipeline(tmp_path / "home")
+    deliver(p, D1, "b1", [line(1, "o1"), line(2, "o2")])
+    land(p, D1)
+    expected = read(p)
+    warehouse = tmp_path / "home" / "warehouse.duckdb"
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        assert [con.execute(sql).fetchall() for sql in VIEWS] == expected
+    with duckdb.connect() as con:
+        con.execute("ATTACH ? AS w (READ_ONLY)", [str(warehouse)])
+        con.execute("USE w")
+        with pytest.raises(duckdb.Error, match=f"SET VARIABLE {segments.HOME_VARIABLE}"):
+            con.execute(VIEWS[0]).fetchall()
+        con.execute(f"SET VARIABLE {segments.HOME_VARIABLE} = ?", [str(tmp_path / "home")])
+        assert [con.execute(sql).fetchall() for sql in VIEWS] == expected

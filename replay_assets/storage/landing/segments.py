@@ -10,13 +10,14 @@ the tables' rows (the lines the grammar left, decided by DuckDB's JSON path or `
 and every registered file's rows, joined to its register row, which gives each file's constant
 columns. A file no register row names is never read as evidence: a landing rolled back or killed
 after its moves, a relanded batch's or a pruned date's files. The next writer to open the
-warehouse removes such files (:func:`sweep`), as retention and a relanding do after their commit.
+warehouse removes such files (:func:`sweep`).
 
-Every connection to the warehouse names its home (``SET VARIABLE replay_home``, :func:`bind`):
-the views find the files through it, so a home keeps working when it is moved or restored
-elsewhere. A connection without a home (an in-memory warehouse) gets an empty one of this
-process. Each kind's folder holds a zero-row ``_schema.parquet``, because DuckDB refuses a glob
-that matches no file.
+Every connection of ours names its home (``SET VARIABLE replay_assets_home``, :func:`bind`); a
+plain DuckDB session on ``warehouse.duckdb`` needs nothing: the views fall back to the database
+file's own folder (``VIEW_HOME``). A home keeps working when it is moved or restored elsewhere.
+A connection without a home (an in-memory warehouse) gets an empty one of this process. Each
+kind's folder holds a zero-row ``_schema.parquet``, because DuckDB refuses a glob that matches
+no file.
 """
 
 from __future__ import annotations
@@ -41,7 +42,18 @@ from replay_assets.storage.landing.rows import STAGED_SCHEMA
 FOLDER = "segments"
 INCOMING = ".incoming"  # landing's scratch chunks: on the home's file system, so a move is a rename
 SCHEMA_FILE = "_schema.parquet"
-HOME_VARIABLE = "replay_home"
+HOME_VARIABLE = "replay_assets_home"  # the published copy's views read the same (``published_copy.py``)
+# The home a view reads the files of: the connection's variable, else the folder of the database
+# file itself, from DuckDB's documented default ``temp_directory`` (the file's path plus ``.tmp``),
+# so a plain DuckDB session on ``warehouse.duckdb`` reads the views as they are. Attached under
+# another name, or with ``temp_directory`` set, the session names the home or the query fails.
+VIEW_HOME = (
+    f"coalesce(getvariable('{HOME_VARIABLE}'), "
+    "CASE WHEN ends_with(current_setting('temp_directory'), '/warehouse.duckdb.tmp') "
+    "THEN parse_dirpath(current_setting('temp_directory')) "
+    "ELSE error('the landing views read the Parquet files of the folder of warehouse.duckdb: open it "
+    f"as the database, or SET VARIABLE {HOME_VARIABLE} = ''<home folder>'' first') END)"
+)
 ZSTD_LEVEL = 1
 MISSING = (
     "a registered segment file is missing (restore the segments folder of the home with its warehouse): "
@@ -110,7 +122,7 @@ def view_sql(kind: Kind) -> str:
     files = ", ".join(
         f"g.{name}" if source is None else f"f.{source} AS {name}" for name, source in kind.columns
     )
-    home = f"getvariable('{HOME_VARIABLE}')"
+    home = f"({VIEW_HOME})"
     return f"""CREATE OR REPLACE VIEW {kind.view} AS
 SELECT {table} FROM {kind.table}
 UNION ALL
