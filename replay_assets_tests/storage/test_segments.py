@@ -8,8 +8,10 @@ Use cases over real DuckDB files and real files; no Dagster."""
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -187,3 +189,26 @@ def test_a_plain_duckdb_session_on_the_warehouse_reads_the_views_without_naming_
             con.execute(VIEWS[0]).fetchall()
         con.execute(f"SET VARIABLE {segments.HOME_VARIABLE} = ?", [str(tmp_path / "home")])
         assert [con.execute(sql).fetchall() for sql in VIEWS] == expected
+
+
+def test_a_file_on_another_file_system_is_copied_in_whole(tmp_path: Path) -> None:
+    """Where a rename crosses file systems (EXDEV), the file is copied under a temporary name,
+    made durable and renamed into place: the registered bytes are the worker's."""
+    p = make_pipeline(tmp_path)
+    deliver(p, D1, "b1", [line(1, "o1"), line(2, "o2")])
+    renamed = os.rename
+
+    def across(source: object, target: object) -> None:
+        if str(target).endswith(".parquet") and f"/{segments.FOLDER}/" in str(target):
+            raise OSError(errno.EXDEV, "Invalid cross-device link")
+        renamed(source, target)  # type: ignore[arg-type]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(segments.os, "rename", across)
+        land(p, D1)
+    assert registered(p) == files(tmp_path)
+    for path, size, digest in rows(p, "SELECT path, bytes, sha256 FROM landing_segments"):
+        data = (tmp_path / segments.FOLDER / path).read_bytes()
+        assert (len(data), hashlib.sha256(data).hexdigest()) == (size, digest)
+    staged, receipts = read(p)
+    assert len(staged) == 2 and len(receipts) == 2

@@ -23,6 +23,7 @@ no file.
 from __future__ import annotations
 
 import atexit
+import errno
 import hashlib
 import io
 import os
@@ -277,7 +278,7 @@ def _move(source: Path, target: Path) -> None:
     try:
         os.rename(source, target)
     except OSError as error:
-        if error.errno != 18:  # EXDEV
+        if error.errno != errno.EXDEV:
             raise
         part = target.with_name(target.name + ".part")
         with open(source, "rb") as src, open(part, "wb") as out:
@@ -289,8 +290,8 @@ def _move(source: Path, target: Path) -> None:
 
 def delete(con: duckdb.DuckDBPyConnection, view: str, where: str, params: dict[str, object]) -> int:
     """Delete a landing view's rows matching ``where`` (SQL of our own over the file columns):
-    the table's rows and the register rows of its files (whose files :func:`sweep` removes after
-    the commit). Returns the rows removed."""
+    the table's rows and the register rows of its files (the files go when the next writer opens
+    the warehouse: :func:`sweep`). Returns the rows removed."""
     kind = BY_VIEW[view]
     found = con.execute(f"DELETE FROM {kind.table} WHERE {where} RETURNING 1", params).fetchall()
     files = con.execute(
