@@ -52,7 +52,7 @@ def prune_load_date(
     params: dict[str, object] = {"day": day}
     removed = {
         # a landing view's rows go from its table and its files' register rows (schema v13); the
-        # files themselves after the commit (``segments.sweep``)
+        # files themselves when the next writer opens the warehouse (``segments.sweep``)
         kind: segments.delete(con, table, "load_date = $day", params)
         if table in segments.BY_VIEW
         else _deleted(con, f"DELETE FROM {table} WHERE load_date = $day", params)
