@@ -95,7 +95,7 @@ class Operations:
         """The landing's registered segment files, and those whose bytes are not what was
         registered (gone, resized or changed)."""
         with self.pipeline.store.connect() as unit:
-            return unit.segment_files(), unit.segment_problems()
+            return unit.check_segments()
 
     def status_report(self) -> tuple[Decision, dict[str, list[dict[str, Any]]], Slos]:
         """Read-only, in one read of the last committed state (one wait at most while a writer

@@ -127,8 +127,7 @@ class DuckDBUnit:
     daily_totals = bound(exports.daily_totals)
     export_table = bound(exports.table)
     reconciliation_report = bound(exports.reconciliation_report)
-    segment_problems = bound(segments.problems)
-    segment_files = bound(segments.count)
+    check_segments = bound(segments.check)
     status_report = bound(exports.status_report)
     # evidence
     record_cost = bound(costs.record_cost)

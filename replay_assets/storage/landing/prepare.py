@@ -42,7 +42,6 @@ class Job:
 
 @dataclass(frozen=True)
 class Prepared:
-    folder: str
     present: int  # non-blank lines (a line rejected while reading counts)
     certified: int
     cpu_seconds: float  # the preparing process's CPU time for this job
@@ -88,7 +87,6 @@ def prepare(work: Job) -> Prepared:
         staged.rename({"line_index": "line_number"}), folder / STAGED_FILE, STAGED_FILE_SCHEMA
     )
     return Prepared(
-        work.folder,
         present=frame.height,
         certified=staged.height,
         cpu_seconds=time.process_time() - cpu,

@@ -37,7 +37,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from replay_assets.storage.landing.deliveries import fsync_folder
+from replay_assets.storage.landing.deliveries import atomic_replace, fsync_folder
 from replay_assets.storage.landing.rows import STAGED_SCHEMA
 
 FOLDER = "segments"
@@ -79,6 +79,11 @@ class Kind:
     schema: pl.Schema
     columns: tuple[tuple[str, str | None], ...]
 
+    @property
+    def names(self) -> str:
+        """The view's columns, in order, as SQL."""
+        return ", ".join(name for name, _ in self.columns)
+
 
 _RECEIPT_COLUMNS = (
     ("batch_id", None),
@@ -119,13 +124,12 @@ def view_sql(kind: Kind) -> str:
     """The view: the table's rows, then every registered file's (``path`` is relative to
     ``$HOME/segments``). A registered file that is gone fails the query with its path rather
     than leave its rows out; a file no register row names is not read."""
-    table = ", ".join(name for name, _ in kind.columns)
     files = ", ".join(
         f"g.{name}" if source is None else f"f.{source} AS {name}" for name, source in kind.columns
     )
     home = f"({VIEW_HOME})"
     return f"""CREATE OR REPLACE VIEW {kind.view} AS
-SELECT {table} FROM {kind.table}
+SELECT {kind.names} FROM {kind.table}
 UNION ALL
 SELECT {files}
 FROM landing_segments g
@@ -154,14 +158,14 @@ def of_date(con: duckdb.DuckDBPyConnection, view: str, params: dict[str, object]
     params["segment_files"] = [str(home / kind.folder / SCHEMA_FILE), *(str(home / r[0]) for r in found)]
     for i, name in enumerate(constant, start=1):
         params[f"segment_{name}"] = [None, *(r[i] for r in found)]
-    table = ", ".join(name for name, _ in kind.columns)
     files = ", ".join(
         f"($segment_{name})[CAST(f.file_index AS BIGINT) + 1] AS {name}"
         if source is None
         else f"f.{source} AS {name}"
         for name, source in kind.columns
     )
-    return f"""(SELECT {table} FROM {kind.table} WHERE load_date = $day AND list_contains($batches, batch_id)
+    return f"""(SELECT {kind.names} FROM {kind.table}
+        WHERE load_date = $day AND list_contains($batches, batch_id)
     UNION ALL
     SELECT {files} FROM read_parquet($segment_files) f)"""
 
@@ -238,8 +242,7 @@ def _schema_files(home: Path) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
         part = target.with_name(f"{SCHEMA_FILE}.{uuid.uuid4().hex}.part")
         write(pl.DataFrame(schema=kind.schema), part, kind.schema)
-        os.replace(part, target)
-        fsync_folder(target.parent)
+        atomic_replace(part, target)
 
 
 def keep(
@@ -281,11 +284,8 @@ def _move(source: Path, target: Path) -> None:
         if error.errno != errno.EXDEV:
             raise
         part = target.with_name(target.name + ".part")
-        with open(source, "rb") as src, open(part, "wb") as out:
-            shutil.copyfileobj(src, out)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(part, target)
+        shutil.copyfile(source, part)
+        atomic_replace(part, target)
 
 
 def delete(con: duckdb.DuckDBPyConnection, view: str, where: str, params: dict[str, object]) -> int:
@@ -324,9 +324,9 @@ def sweep(con: duckdb.DuckDBPyConnection) -> int:
     return removed
 
 
-def problems(con: duckdb.DuckDBPyConnection) -> list[dict[str, object]]:
-    """Every registered file whose bytes are not what was registered: gone, another size or
-    another sha256 (``replay-assets reconcile``). Reads each file whole, one at a time."""
+def check(con: duckdb.DuckDBPyConnection) -> tuple[int, list[dict[str, object]]]:
+    """The registered files, and each whose bytes are not what was registered: gone, another
+    size or another sha256 (``replay-assets reconcile``). Reads each file whole, one at a time."""
     home = home_of(con) / FOLDER
     found: list[dict[str, object]] = []
     registered = con.execute("SELECT path, bytes, sha256 FROM landing_segments ORDER BY path").fetchall()
@@ -340,9 +340,4 @@ def problems(con: duckdb.DuckDBPyConnection) -> list[dict[str, object]]:
             found.append({"path": path, "problem": f"{len(data)} bytes, registered {size}"})
         elif hashlib.sha256(data).hexdigest() != digest:
             found.append({"path": path, "problem": "sha256 differs from the registered one"})
-    return found
-
-
-def count(con: duckdb.DuckDBPyConnection) -> int:
-    found = con.execute("SELECT count(*) FROM landing_segments").fetchall()
-    return int(found[0][0]) if found else 0
+    return len(registered), found

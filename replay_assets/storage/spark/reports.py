@@ -175,12 +175,9 @@ class ReportOps(FactsOps):
     def reconciliation_report(self) -> list[dict[str, Any]]:
         return self.rows(self.sql(RECONCILE_SQL.replace("FROM reconciliation", "FROM {reconciliation}")))
 
-    def segment_files(self) -> int:
-        """None: the Spark adapter lands every row into its Delta tables (no segment files)."""
-        return 0
-
-    def segment_problems(self) -> list[dict[str, object]]:
-        return []
+    def check_segments(self) -> tuple[int, list[dict[str, object]]]:
+        """None to check: the Spark adapter lands every row into its Delta tables."""
+        return 0, []
 
     def daily_totals(self, first: str, last: str) -> list[dict[str, Any]]:
         """Certified totals per business date over all stores."""
