@@ -101,3 +101,29 @@ def test_profile_summary_charges_a_statement_helper_to_its_caller(tmp_path: Path
         ["1.00", "16.7%", "(outside the project) _bootstrap (threading.py:995)"],
         ["6.00", "100%", "all samples"],
     ]
+
+
+def test_landing_bench_prints_the_cpu_of_each_part_of_landing_a_line() -> None:
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT.with_name("landing_bench.py")), "--lines", "3000", "--repeat", "1"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("3,000 lines of the benchmark's stream")
+    parts = [line[17:51].strip() for line in lines[2:-1]]
+    assert parts == [
+        "read, sha256, split",
+        "pickle a chunk to a worker",
+        "grammar match (polars regex)",
+        "extract, check, texts (DuckDB)",
+        "content and image sha256",
+        "every line's sha256",
+        "Parquet: receipts (zstd)",
+        "Parquet: staged events (zstd)",
+        "prepare (the whole job)",
+    ]
+    assert all(float(line.split()[-1]) > 0 for line in lines[2:-1])
+    assert lines[-1].startswith("at 10,000,000 lines on ")

@@ -3,6 +3,7 @@ accepts it, and then computes exactly the oracle's event; everything else is lef
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import json
 from typing import Any
@@ -67,7 +68,7 @@ def lines(draw: st.DrawFn) -> str:
     event = json.loads(json.dumps(draw(st.sampled_from([BASE, CUSTOMER, DELETE]))))
     for _ in range(draw(st.integers(0, 3))):
         where = draw(st.sampled_from(["top", "key", "after", "drop"]))
-        value = draw(st.sampled_from(ODD_VALUES))
+        value = copy.deepcopy(draw(st.sampled_from(ODD_VALUES)))  # ``{}`` and ``[]`` are shared
         if where == "top":
             event[draw(st.sampled_from(FIELDS))] = value
         elif where == "drop":

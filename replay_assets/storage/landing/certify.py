@@ -85,6 +85,12 @@ def certify(ctx: ValidationContext, lines: Sequence[str], skip: Collection[int] 
     """The staged events of the lines certified, in ``STAGED_COLUMNS`` order (``line_index``:
     the line's index in ``lines``; ints as Int64; ``rendering``: how the line was written).
     Lines whose index is in ``skip`` are never certified."""
+    return hashed(extract(ctx, matches(lines, skip)))
+
+
+def matches(lines: Sequence[str], skip: Collection[int] = ()) -> pl.DataFrame:
+    """The lines one of the grammars matches whole (``line_number``: the index in ``lines``;
+    ``entity`` and ``sorted``: the grammar's), in line order."""
     frame = pl.DataFrame({"line": lines}, schema={"line": pl.String}).with_row_index("line_number")
     grammar = pl.repeat(-1, frame.height, dtype=pl.Int8, eager=True)
     rest = frame.filter(~pl.col("line_number").is_in(list(skip))) if skip else frame
@@ -94,12 +100,15 @@ def certify(ctx: ValidationContext, lines: Sequence[str], skip: Collection[int] 
         hit = rest["line"].str.contains(pattern)
         grammar = grammar.scatter(rest.filter(hit)["line_number"], index)
         rest = rest.filter(~hit)
-    # in line order, which DuckDB keeps here (one thread, insertion order preserved): the sort
-    # below is a guard that costs a check
     matched = frame.with_columns(grammar=grammar).filter(pl.col("grammar") >= 0)
-    matched = matched.with_columns(
+    return matched.with_columns(
         entity=_ENTITY.gather(matched["grammar"]), sorted=_SORTED.gather(matched["grammar"])
     )
+
+
+def extract(ctx: ValidationContext, matched: pl.DataFrame) -> pl.DataFrame:
+    """The matched lines that pass the checks a grammar cannot say, as staged events with their
+    canonical content and image texts (``content_json``, ``image_json``), in line order."""
     cursor = _cursor()
     try:
         cursor.register("_matched", matched)
@@ -112,8 +121,13 @@ def certify(ctx: ValidationContext, lines: Sequence[str], skip: Collection[int] 
         events: pl.DataFrame = cursor.sql(_SQL, params=params).pl()
     finally:
         cursor.close()
-    if not events["line_number"].is_sorted():
-        events = events.sort("line_number")
+    # in line order, which DuckDB keeps here (one thread, insertion order preserved): the sort
+    # is a guard that costs a check
+    return events if events["line_number"].is_sorted() else events.sort("line_number")
+
+
+def hashed(events: pl.DataFrame) -> pl.DataFrame:
+    """The staged events of :func:`extract`'s rows: the texts replaced by their sha256."""
     return events.with_columns(
         pl.col("line_number").cast(pl.Int64).alias("line_index"),
         sha256_hex("content_json").alias("content_sha256"),
