@@ -2,7 +2,8 @@
 the peers' shape (issue 16: 5 load dates of 3 batches, the reference folding the delivered JSONL
 in the same invocation) and with a correction after it, the pipeline's published tables equal the
 bare reference fold of the same generated stream, and the ratio is printed; the fold benchmark
-folds that home's first load date again under two memory limits."""
+folds that home's first load date again under two memory limits; the landing benchmark prints
+each part of landing a line, on lines the grammar certifies."""
 
 import subprocess
 import sys
