@@ -36,6 +36,7 @@ from replay_assets.core.events import (
     parse_event,
 )
 from replay_assets.core.upcast import parse_upcasters
+from replay_assets.defs.resources import ReplayResource
 from replay_assets.demo.scenarios import fixture, seed000, seed001
 from replay_assets.entrypoints.cli import main
 from replay_assets_tests.storage.test_bad_input import event
@@ -244,6 +245,19 @@ def test_a_seed001_line_naming_a_key_twice_is_kept_for_rejection_never_last_wins
     assert kept == doubled
     outcome = parse_event(kept, ValidationContext(dt.date(2020, 1, 1), dt.date(2030, 1, 1)))
     assert isinstance(outcome, Rejection) and outcome.reason is RejectReason.DUPLICATE_KEY
+
+
+def test_the_resource_reads_its_settings_fields_as_strict_json(tmp_path: Path) -> None:
+    """SPEC 10: every JSON the project reads goes through the strict reader, also the settings
+    fields a Dagster resource carries (an operator may set them in the launchpad): a version
+    declared twice is refused, never last-wins."""
+    resource = ReplayResource.for_settings(settings_from({}, str(tmp_path), None))
+    doubled = ReplayResource(
+        **{**resource.__dict__, "upcasters_json": '{"erp": {"2": {}, "2": {"drop": ["tenant"]}}}'}
+    )
+    with pytest.raises(strict_json.DuplicateKey, match="'2' twice"):
+        doubled.settings()
+    assert resource.settings().upcasters == {}
 
 
 @pytest.mark.parametrize("depth", [10_000, 100_000])
