@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import datetime as dt
 import enum
-import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from replay_assets.core import strict_json
 from replay_assets.core.events import canonical_json, sha256_text
+from replay_assets.core.strict_json import shown
 
 SEED000_EVENT_TIME = "1970-01-01T00:00:00Z"  # seed-000 records carry no time; never a cursor
 SEED001_STORE = "main"
@@ -20,9 +21,30 @@ SEED001_STORE = "main"
 
 class Adapter(enum.StrEnum):
     NATIVE = "native"
+    PARQUET = "parquet"  # a whole file of the native columns (SPEC 2.2), landed as delivered
     SEED000 = "seed000"  # a whole document (batches and their delivery order), not lines
     SEED001 = "seed001"
     DEBEZIUM = "debezium"  # a whole file (snapshot reads are numbered over it): core/debezium.py
+
+
+PARQUET_MAGIC = b"PAR1"  # a Parquet file begins and ends with it
+
+
+def adapter_for(named: str | None, file_name: str, data: bytes) -> Adapter:
+    """The adapter that reads a delivered file: the one the operator names, else the one its name
+    implies (``*.parquet``: Parquet; anything else: native JSON lines). The name is never trusted
+    over the operator or the content: ValueError when the content is not what the adapter reads."""
+    implied = Adapter.PARQUET if file_name.endswith(".parquet") else Adapter.NATIVE
+    adapter = Adapter(named) if named else implied
+    hint = "" if named else " (the default for its name; name the adapter with --adapter)"
+    if adapter is Adapter.PARQUET:
+        if len(data) < 2 * len(PARQUET_MAGIC) or not (
+            data.startswith(PARQUET_MAGIC) and data.endswith(PARQUET_MAGIC)
+        ):
+            raise ValueError(f"is not a Parquet file, but the parquet adapter reads Parquet{hint}")
+    elif data.startswith(PARQUET_MAGIC):
+        raise ValueError(f"is a Parquet file, but the {adapter} adapter reads JSON text{hint}")
+    return adapter
 
 
 def adapt_seed000(batches: Sequence[Mapping[str, Any]], delivery: Sequence[str]) -> dict[str, list[str]]:
@@ -55,20 +77,43 @@ def seed000_batch(document: Any, batch_id: str) -> list[str]:
     """One batch of a seed-000 document (``batches`` of ``{batch_id, records}`` and the
     ``delivery_sequence`` of batch ids) as native lines, numbered over the whole delivery order
     so a record the document re-sends is the same source change. ValueError says what is wrong."""
+    batches, delivery = _seed000_parts(document)
+    if batch_id not in delivery:
+        listed = ", ".join(shown(d) for d in delivery[:10])
+        raise ValueError(f"batch {shown(batch_id)} is not in its delivery_sequence ({listed})")
+    return adapt_seed000(batches, delivery)[batch_id]
+
+
+def _seed000_parts(document: Any) -> tuple[list[Mapping[str, Any]], list[str]]:
+    """The document's batches and its delivery order, each batch id a text naming one batch:
+    a second batch of one id would hide the first (SPEC 10: never last-wins)."""
     if not (
         isinstance(document, Mapping)
         and isinstance(document.get("batches"), list)
         and isinstance(document.get("delivery_sequence"), list)
-        and all(isinstance(b, Mapping) and isinstance(b.get("records"), list) for b in document["batches"])
     ):
         raise ValueError("not a seed-000 document: it needs batches of records and a delivery_sequence")
-    delivery = [str(d) for d in document["delivery_sequence"]]
-    known = {str(b.get("batch_id")) for b in document["batches"]}
+    known: set[str] = set()
+    for number, batch in enumerate(document["batches"], 1):
+        if not (isinstance(batch, Mapping) and isinstance(batch.get("records"), list)):
+            raise ValueError(
+                f"not a seed-000 document: its batch {number} is not an object with a list of records"
+            )
+        if not isinstance(batch.get("batch_id"), str):
+            raise ValueError(f"not a seed-000 document: its batch {number} has no batch_id text")
+        if batch["batch_id"] in known:
+            raise ValueError(
+                f"it holds batch {shown(batch['batch_id'])} twice (a batch id names one batch; "
+                "a duplicate is refused, never last-wins)"
+            )
+        known.add(batch["batch_id"])
+    delivery = document["delivery_sequence"]
+    if not all(isinstance(d, str) for d in delivery):
+        raise ValueError("not a seed-000 document: its delivery_sequence is not a list of batch id texts")
     if missing := [d for d in delivery if d not in known]:
-        raise ValueError(f"its delivery_sequence names batches it does not hold: {missing[:3]}")
-    if batch_id not in delivery:
-        raise ValueError(f"batch {batch_id!r} is not in its delivery_sequence {delivery[:10]}")
-    return adapt_seed000(document["batches"], delivery)[batch_id]
+        listed = ", ".join(shown(d) for d in missing[:3])
+        raise ValueError(f"its delivery_sequence names batches it does not hold: {listed}")
+    return document["batches"], delivery
 
 
 def _seed000_event(record: Mapping[str, Any], text: str, seq: int) -> dict[str, Any]:
@@ -160,7 +205,7 @@ def adapt_lines(adapter: Adapter, lines: Iterable[str]) -> list[str]:
     out = []
     for line in lines:
         try:
-            obj = json.loads(line)
+            obj = strict_json.loads(line)
             out.append(canonical_json(mapping(obj)))
         except (ValueError, KeyError, TypeError, AttributeError, RecursionError, OverflowError, OSError):
             out.append(line)

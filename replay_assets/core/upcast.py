@@ -21,11 +21,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from replay_assets.core.events import IMAGE_FIELDS, MAX_INT, SCHEMA_VERSION, canonical_json, sha256_text
+from replay_assets.core.names import NameKind, is_name
+from replay_assets.core.strict_json import exact_integer, shown
 
 NESTED = frozenset({"key", "after"})
 OPERATIONS = ("drop", "rename", "widen", "add")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,79}")
 _INTEGER_TEXT = re.compile(r"-?[0-9]{1,13}")
+_VERSION_TEXT = re.compile(r"0|[1-9][0-9]{0,12}")
+_WORD = re.compile(r"[A-Za-z0-9_-]{1,80}")
 _MANAGED = frozenset({"schema_version", "key", "after"})  # never renamed, dropped or defaulted whole
 
 
@@ -99,8 +103,9 @@ def upcast(event: Mapping[str, Any], upcaster: Upcaster) -> dict[str, Any]:
 
 
 def _narrowed(value: Any, kind: Widened) -> Any:
-    if kind is Widened.NUMBER and isinstance(value, float) and value.is_integer() and abs(value) <= MAX_INT:
-        return int(value)
+    whole = exact_integer(value) if kind is Widened.NUMBER and isinstance(value, float) else None
+    if whole is not None and abs(whole) <= MAX_INT:  # decided on the number's text, not its float
+        return whole
     if kind is Widened.STRING and isinstance(value, str) and _INTEGER_TEXT.fullmatch(value):
         return int(value)
     return value  # already an integer, or not integral: validation decides
@@ -148,16 +153,31 @@ def parse_upcasters(value: Any) -> dict[str, dict[int, Upcaster]]:
         raise ValueError("upcasters is not an object of source -> version -> upcaster")
     out: dict[str, dict[int, Upcaster]] = {}
     for source, versions in value.items():
+        if not is_name(NameKind.SOURCE, source):
+            raise ValueError(f"upcasters.{_shown(source)}: not a source name")
         if not isinstance(versions, dict):
             raise ValueError(f"upcasters.{source} is not an object of version -> upcaster")
         out[source] = {}
         for text, spec in versions.items():
-            where = f"upcasters.{source}.{text}"
-            whole = isinstance(text, str) and text.isdigit() and len(text) < 10
-            if not whole or int(text) == SCHEMA_VERSION:
-                raise ValueError(f"{where}: a version is a whole number other than {SCHEMA_VERSION}")
-            out[source][int(text)] = _upcaster(int(text), spec, where)
+            where = f"upcasters.{source}.{_shown(text)}"
+            version = _version(text, where)
+            out[source][version] = _upcaster(version, spec, where)
     return out
+
+
+def _version(text: str, where: str) -> int:
+    """A version has one text (``"2"``, never ``"02"``, ``"+2"`` or ``"٢"``), so two keys of one
+    object can never declare the same version, the later silently replacing the first."""
+    if not (_VERSION_TEXT.fullmatch(text) and int(text) <= MAX_INT and int(text) != SCHEMA_VERSION):
+        raise ValueError(
+            f"{where}: a version is a whole number other than {SCHEMA_VERSION}, written canonically "
+            f"(ASCII digits, no leading zero, at most {MAX_INT})"
+        )
+    return int(text)
+
+
+def _shown(key: str) -> str:
+    return key if _WORD.fullmatch(key) else shown(key)  # a plain word reads as a path
 
 
 def _upcaster(version: int, spec: Any, where: str) -> Upcaster:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import dagster as dg
 
+from replay_assets.core import strict_json
 from replay_assets.core.config import Settings, slo_policy
 from replay_assets.core.debezium import parse_mappings
 from replay_assets.core.manifest import Limits, parse_instant
@@ -75,18 +76,18 @@ class ReplayResource(dg.ConfigurableResource):  # type: ignore[type-arg]
             load_date_start=self.load_date_start,
             business_date_start=self.business_date_start,
             future_tolerance_days=self.future_tolerance_days,
-            sources=json.loads(self.sources_json) if self.sources_json else None,
+            sources=strict_json.loads(self.sources_json) if self.sources_json else None,
             fixed_now=parse_instant(self.fixed_now, "fixed_now") if self.fixed_now else None,
-            limits=Limits(**json.loads(self.limits_json)),
+            limits=Limits(**strict_json.loads(self.limits_json)),
             lock_timeout_seconds=self.lock_timeout_seconds,
             fail_point=self.fail_point,
             fail_once=self.fail_once,
             retry_backoff_seconds=self.retry_backoff_seconds,
-            slo=slo_policy(json.loads(self.slo_json)),
+            slo=slo_policy(strict_json.loads(self.slo_json)),
             sensor_interval_seconds=self.sensor_interval_seconds,
             retention_load_dates=self.retention_load_dates,
-            upcasters=parse_upcasters(json.loads(self.upcasters_json)),
-            debezium=parse_mappings(json.loads(self.debezium_json)),
+            upcasters=parse_upcasters(strict_json.loads(self.upcasters_json)),
+            debezium=parse_mappings(strict_json.loads(self.debezium_json)),
             dagster_yaml=Path(self.dagster_yaml) if self.dagster_yaml is not None else None,
             warehouse=self.warehouse,
             spark_remote=self.spark_remote,

@@ -238,7 +238,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--load-date", required=True, type=DAY)
     p.add_argument("--batch-id", type=name_of(NameKind.BATCH_ID))
     p.add_argument("--ready-at", type=instant)
-    p.add_argument("--adapter", choices=[a.value for a in Adapter], default="native")
+    p.add_argument(
+        "--adapter",
+        choices=[a.value for a in Adapter],
+        help="default: parquet for a *.parquet file, else native",
+    )
     p.set_defaults(fn=cmd_land)
     add("run", "apply everything pending, like the daemon, then report").set_defaults(fn=cmd_run)
     p = add("backfill", "launch a Dagster backfill of a partition range in the backfill lane")

@@ -7,8 +7,8 @@ import argparse
 import json
 from pathlib import Path
 
-from replay_assets.core import debezium
-from replay_assets.core.adapters import Adapter, adapt_lines, seed000_batch
+from replay_assets.core import debezium, strict_json
+from replay_assets.core.adapters import Adapter, adapt_lines, adapter_for, seed000_batch
 from replay_assets.core.config import Settings
 from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.events import canonical_json, jsonl_lines, sha256_text
@@ -20,24 +20,29 @@ def delivery_input(
     """What ``land`` delivers: the batch id (given, or derived from the source, the load date and
     the content), the native lines, the source records and, for a Parquet file, its bytes."""
     data = read_input(Path(args.file))
+    try:
+        adapter = adapter_for(args.adapter, args.file, data)
+    except ValueError as bad:
+        raise ReplayError(ErrorCode.USAGE, f"{args.file} {bad}") from None
     origin = canonical_json([args.source, args.load_date])
-    if args.file.endswith(".parquet"):
+    if adapter is Adapter.PARQUET:
         return args.batch_id or f"B{sha256_text(origin + data.hex())[:24]}", [], [], data
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as bad:
         raise ReplayError(ErrorCode.USAGE, f"{args.file} is not UTF-8 text (byte {bad.start})") from None
-    lines, records = adapted(args, text, settings)
+    lines, records = adapted(args, adapter, text, settings)
     return args.batch_id or f"B{sha256_text(origin + chr(10).join(lines))[:24]}", lines, records, None
 
 
-def adapted(args: argparse.Namespace, text: str, settings: Settings) -> tuple[list[str], list[str]]:
+def adapted(
+    args: argparse.Namespace, adapter: Adapter, text: str, settings: Settings
+) -> tuple[list[str], list[str]]:
     """The delivery's native lines and, for an adapter that keeps them, its source records:
     JSONL through a line adapter, a Debezium file through the source's declared mapping (the
     default maps tables order_line(s) and customer(s) by their own column names), or one batch
     of a seed-000 document (``--batch-id`` names it; its records are numbered over the
     document's order)."""
-    adapter = Adapter(args.adapter)
     if adapter is Adapter.DEBEZIUM:
         mapping = settings.debezium.get(args.source, debezium.DEFAULT_MAPPING)
         return debezium.adapt_file(jsonl_lines(text), mapping)
@@ -46,7 +51,10 @@ def adapted(args: argparse.Namespace, text: str, settings: Settings) -> tuple[li
     if not args.batch_id:
         raise ReplayError(ErrorCode.USAGE, f"{args.file}: --adapter seed000 needs --batch-id (a batch of it)")
     try:
-        document = json.loads(text)
+        document = strict_json.loads(text)
+    except strict_json.DuplicateKey as bad:
+        rule = "a duplicated key is refused, never last-wins"
+        raise ReplayError(ErrorCode.USAGE, f"{args.file}: not a seed-000 document ({bad}; {rule})") from None
     except ValueError as bad:
         raise ReplayError(
             ErrorCode.USAGE, f"{args.file}: not a seed-000 document (not one JSON value: {bad})"

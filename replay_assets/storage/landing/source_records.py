@@ -3,13 +3,13 @@ the native line it became or why none, and the evidence the native event cannot 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from typing import Any
 
 import duckdb
 import polars as pl
 
+from replay_assets.core import strict_json
 from replay_assets.core.events import canonical_json
 from replay_assets.core.manifest import Manifest
 from replay_assets.storage.db.warehouse import insert_frame
@@ -54,7 +54,7 @@ def record_rows(manifest: Manifest, records: DeliveryFile, line_bytes: int) -> I
             if not line.strip():
                 continue
             try:
-                obj = json.loads(line) if number not in problems else None
+                obj = strict_json.loads(line) if number not in problems else None
             except ValueError:
                 obj = None
             if not isinstance(obj, dict) or set(obj) != set(SOURCE_RECORD_FIELDS):
