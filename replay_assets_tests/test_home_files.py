@@ -255,3 +255,15 @@ def test_the_refusal_of_an_as_of_read_behind_the_horizon_reads_correctly(
     err = capsys.readouterr().err
     assert "as of of" not in err
     assert f"an as-of read of load date {D2} reaches behind the retention horizon" in err
+
+
+def test_a_fifo_in_place_of_the_published_copys_record_never_hangs_run(home: Path) -> None:
+    """SPEC 10 (v4): the published copy's refresh record (``published/exported.json``) is read
+    like the home's other files: a FIFO there fails the refresh with the reason instead of
+    hanging it while it holds the warehouse."""
+    deliver(Pipeline(settings_for(home, NOW)), D1, "b1", [event(1, "o1")])
+    (home / "published").mkdir()
+    os.mkfifo(home / "published" / "exported.json")
+    done = child(home, "run")
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert "exported.json is a FIFO" in done.stdout + done.stderr

@@ -29,7 +29,8 @@ def occupants(home: Path) -> list[str]:
 
 
 def read_own_file(home: Path, name: str, limit: int = OWN_FILE_BYTES) -> bytes | None:
-    """The content of the home's own file ``name``; None when it (or the home) does not exist.
+    """The content of the home's own file ``name`` (``home`` may be a folder of the home the
+    project keeps, such as ``published``); None when it (or the folder) does not exist.
     Raises :class:`ReplayError` (REPLAY_HOME_FILE_REFUSED) for a symlink, FIFO, socket, device or
     directory, or past ``limit`` bytes. Never blocks. The home itself may be reached through a
     symlink (the operator's choice); what is inside it is not."""
@@ -40,8 +41,8 @@ def read_own_file(home: Path, name: str, limit: int = OWN_FILE_BYTES) -> bytes |
     except (files.NotRegularFile, ValueError) as refused:
         raise ReplayError(
             ErrorCode.HOME_FILE_REFUSED,
-            f"{refused} in the home: the project's own files there are read only as regular files "
-            f"of at most {limit} bytes; remove it (the project writes it again when it needs it)",
+            f"{refused}: the files the project keeps in its home are read only as regular files of "
+            f"at most {limit} bytes; remove it (the project writes it again when it needs it)",
         ) from None
 
 
@@ -51,6 +52,7 @@ def write_own_file(home: Path, name: str, data: bytes) -> None:
     planted there, and two processes writing at once would share it."""
     fd, tmp = tempfile.mkstemp(dir=home, prefix=f".{name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, 0o644)  # as readable as before: a reader may run under another account
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
         atomic_replace(Path(tmp), Path(home) / name)
