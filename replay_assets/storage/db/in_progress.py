@@ -45,9 +45,15 @@ def doing(home: Path, use_case: str, partition: str, run_id: str | None, now: dt
     home = Path(home)
     require_readable(home)
     pid = os.getpid()
-    note: dict[str, Any] = {"use_case": use_case, "partition": partition, "run_id": run_id}
-    note |= {"since": now.isoformat()}
-    note |= {"pid": pid, "owner": _owner(pid), "note_id": uuid.uuid4().hex}
+    note: dict[str, Any] = {
+        "use_case": use_case,
+        "partition": partition,
+        "run_id": run_id,
+        "since": now.isoformat(),
+        "pid": pid,
+        "owner": _owner(pid),
+        "note_id": uuid.uuid4().hex,
+    }
     stack: list[dict[str, Any]] = _notes.__dict__.setdefault("stack", [])
     home.mkdir(parents=True, exist_ok=True)
     _write(home, note)
