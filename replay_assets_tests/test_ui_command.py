@@ -1,5 +1,6 @@
-"""`replay-assets ui`: an empty home gets the sample scenario once. The served UI is opened in a
-real browser by ``ui/test_sample.py`` (and ``ui/test_browser.py`` runs on ``--no-sample``)."""
+"""`replay-assets ui`: an empty home gets the sample scenario once; a filled one is refused it.
+The served UI is opened in a real browser by ``ui/test_sample.py`` (and ``ui/test_browser.py``
+runs on ``--no-sample``)."""
 
 from pathlib import Path
 
@@ -22,8 +23,12 @@ def test_dry_run_seeds_an_empty_home_once_and_names_the_command(
     assert f"dev -w {home / 'dagster' / 'workspace.yaml'} -h 127.0.0.1 -p 3111" in out
     assert list((home / "landing").glob("*/*/*.manifest.json"))
     assert (home / "dagster" / "dagster.yaml").exists()
-    assert main(["ui", "--home", str(home), "--dry-run"]) == 0
-    assert "landing the sample scenario" not in capsys.readouterr().out  # a filled home is left alone
+    sampled = {p: p.read_bytes() for p in home.rglob("*") if p.is_file()}
+    assert main(["ui", "--home", str(home), "--dry-run"]) == 2  # a filled home is refused the sample
+    assert "is not empty" in capsys.readouterr().err
+    assert main(["ui", "--home", str(home), "--no-sample", "--dry-run"]) == 0  # and opened without it
+    assert "landing the sample scenario" not in capsys.readouterr().out
+    assert {p: p.read_bytes() for p in home.rglob("*") if p.is_file()} == sampled
     empty = tmp_path / "empty"
     assert main(["ui", "--home", str(empty), "--no-sample", "--dry-run"]) == 0
     assert "landing the sample scenario" not in capsys.readouterr().out

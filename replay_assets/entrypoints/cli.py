@@ -5,6 +5,7 @@ import gc
 import getpass
 import multiprocessing
 import os
+import signal
 import sys
 import tempfile
 import time
@@ -27,6 +28,7 @@ from replay_assets.entrypoints.land_input import delivery_input, unmapped_report
 from replay_assets.entrypoints.progress import progress
 from replay_assets.entrypoints.report import print_table
 from replay_assets.entrypoints.warehouse_commands import cmd_export, cmd_recovery, cmd_status
+from replay_assets.storage.db.home_files import occupants
 from replay_assets.storage.landing.deliveries import create_delivery
 from replay_assets.storage.publish import exports
 from replay_assets.usecases.context import Pipeline
@@ -79,20 +81,28 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_ui(args: argparse.Namespace) -> int:
     """The Dagster UI on this home in one command: an empty home first gets the sample scenario
     (seed 003's incident: filled partitions, passed gate checks, a failed re-verification, the
-    daily-totals chart), then ``dagster dev`` replaces this process with the home's instance."""
+    daily-totals chart), then ``dagster dev`` replaces this process with the home's instance.
+    The sample brings its own settings and history, so a home holding anything of its own is
+    refused (exit 2) before anything in it changes; ``--no-sample`` opens any home as it is."""
     from replay_assets.demo.seed003 import seed003_demo
     from replay_assets.entrypoints.session import Session
 
     _quiet_dagster_warnings()
     settings = settings_from_environment(args.home)
-    session = Session(settings, settings.dagster_home)  # the home's own instance, whatever DAGSTER_HOME says
     home, dagster_home = settings.home.resolve(), settings.dagster_home.resolve()
-    landing = settings.landing
+    found = occupants(home)
+    if found and not args.no_sample:
+        raise ReplayError(
+            ErrorCode.USAGE,
+            f"{home} is not empty (it holds {', '.join(found)}): `replay-assets ui` writes its sample "
+            "only into an empty home; use --no-sample to open this home as it is",
+        )
+    session = Session(settings, settings.dagster_home)  # the home's own instance, whatever DAGSTER_HOME says
     # the home's instance file first (the project's, or REPLAY_ASSETS_DAGSTER_YAML's) and its
     # workspace.yaml, so the sample's runs are recorded on the instance the UI serves
     _ = session.instance
     session.close()
-    if not args.no_sample and not any(landing.glob("*/*/*.manifest.json")):
+    if not args.no_sample:
         print(f"{home} is empty: landing the sample scenario (seed 003) first")
         _quiet_dagster_warnings()
         seed003_demo(settings.home, lambda line: None)
@@ -321,11 +331,25 @@ def entry() -> int:
     by reference counting, only cyclic garbage is left to the operating system. Every connection
     the command opened is already closed (``test_cli.py`` checks no WAL is left beside the
     warehouse or the event log). Not in ``main``, which tests call in-process."""
-    code = main()
-    sys.stdout.flush()
+    try:
+        code = main()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        code = _reader_gone()
     sys.stderr.flush()
     gc.freeze()
     return code
+
+
+def _reader_gone() -> int:
+    """The exit of a command whose standard output was closed by its reader (``status | head``):
+    quiet, with the status a shell reports for a process SIGPIPE stopped (128 + 13). Python
+    ignores SIGPIPE, so the write raised instead; standard output now points at /dev/null, so
+    the interpreter's own flush at exit finds nothing left to write."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 128 + signal.SIGPIPE
 
 
 if __name__ == "__main__":

@@ -51,6 +51,7 @@ class Session:
         return self._instance
 
     def run(self, progress: Callable[[str], None] = lambda _: None) -> RunSummary:
+        self.pipeline.require_own_files()
         with exclusive_run(self.settings.home):
             refuse_if_daemon(self.instance)
             return run_pending(self.defs, self.instance, self.pipeline, progress)

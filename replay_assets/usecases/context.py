@@ -38,6 +38,13 @@ class Pipeline:
             self.settings.home, use_case, partition=partition, run_id=run_id, now=self.now()
         )
 
+    def require_own_files(self) -> None:
+        """Refuse (REPLAY_HOME_FILE_REFUSED) before a writing command starts anything when a
+        file the home keeps for itself (the note, the virtual clock) is not a bounded regular
+        file: inside a run the refusal would only fail the run, without saying why."""
+        in_progress.require_readable(self.settings.home)
+        self.now()
+
     def now(self) -> dt.datetime:
         return self.clock.now() if self.clock else real_now()
 

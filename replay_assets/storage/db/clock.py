@@ -3,7 +3,8 @@ that starts at that instant and moves only when something waits on it (a retry's
 tests and the demo replay a timeline (seed 003: retried after 6 minutes) without sleeping.
 
 The virtual time is shared by every process of a home through ``$HOME/clock.json``; setting
-``REPLAY_ASSETS_NOW`` to another instant starts it again from there.
+``REPLAY_ASSETS_NOW`` to another instant starts it again from there. It is one of the home's own
+files (``home_files``): anything but a bounded regular file there is refused, never waited on.
 """
 
 from __future__ import annotations
@@ -15,7 +16,10 @@ import os
 import time
 from pathlib import Path
 
+from replay_assets.storage.db.home_files import read_own_file, write_own_file
+
 STATE_FILE = "clock.json"
+MAX_ELAPSED_SECONDS = 100 * 365 * 86400.0  # beyond, a damaged clock (not a timeline) to start again
 
 
 def real_now() -> dt.datetime:
@@ -24,15 +28,19 @@ def real_now() -> dt.datetime:
 
 class VirtualClock:
     def __init__(self, home: Path, start: dt.datetime) -> None:
+        self.home = home
         self.path = home / STATE_FILE
         self.start = start
 
     def _elapsed(self) -> float:
+        data = read_own_file(self.home, STATE_FILE)
         try:
-            state = json.loads(self.path.read_text())
-        except (OSError, ValueError):
+            state = json.loads(data) if data is not None else {}
+            same = isinstance(state, dict) and state.get("start") == self.start.isoformat()
+            elapsed = float(state["elapsed_seconds"]) if same else 0.0
+            return elapsed if 0 <= elapsed < MAX_ELAPSED_SECONDS else 0.0
+        except (ValueError, KeyError, TypeError, RecursionError):  # a damaged clock starts again
             return 0.0
-        return float(state["elapsed_seconds"]) if state.get("start") == self.start.isoformat() else 0.0
 
     def now(self) -> dt.datetime:
         return self.start + dt.timedelta(seconds=self._elapsed())
@@ -40,13 +48,12 @@ class VirtualClock:
     def sleep(self, seconds: float) -> None:
         """Advance the virtual time (serialised across processes by a lock on the state file)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path.with_suffix(".lock"), os.O_RDWR | os.O_CREAT, 0o644)
+        flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+        fd = os.open(self.path.with_suffix(".lock"), flags, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             state = {"start": self.start.isoformat(), "elapsed_seconds": self._elapsed() + seconds}
-            tmp = self.path.with_name(f".{self.path.name}.tmp")
-            tmp.write_text(json.dumps(state))
-            os.replace(tmp, self.path)
+            write_own_file(self.home, STATE_FILE, json.dumps(state).encode())
         finally:
             os.close(fd)
 

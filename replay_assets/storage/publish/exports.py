@@ -52,7 +52,7 @@ def table(con: duckdb.DuckDBPyConnection, name: str, as_of: str | None) -> pl.Da
     if as_of is not None:
         if name not in AS_OF:
             raise ReplayError(ErrorCode.USAGE, f"--as-of applies to {', '.join(AS_OF)}, not {name}")
-        behind = retention.refusal(as_of, pruned_through(con), "the state as of")
+        behind = retention.refusal(as_of, pruned_through(con), "an as-of read")
         if behind:
             raise ReplayError(ErrorCode.BEHIND_HORIZON, behind)
         return _read(con, AS_OF[name], [as_of])

@@ -17,6 +17,7 @@ from typing import Any
 import duckdb
 
 from replay_assets.core.events import canonical_json, sha256_text
+from replay_assets.storage.db.home_files import read_own_file
 from replay_assets.storage.journal import entries
 from replay_assets.storage.landing.deliveries import atomic_replace, atomic_write, temp_path
 from replay_assets.storage.publish import published_state
@@ -28,6 +29,7 @@ VIEWS_VERSION = 7  # 1 held absolute paths: a copied home served the original's 
 # from one file rewritten whole; 6 filtered a glob taken when a query binds by a manifest read when
 # it runs, so a refresh between the two showed a state never certified
 HOME_VARIABLE = "replay_assets_home"
+EXPORTED_STATE_BYTES = 64 << 20  # the refresh's record: about 40 bytes per business date
 # The folder of the database a view is read from, computed when a query binds the view. A table
 # function takes constant arguments only (no subquery, no lateral column), and the one constant
 # that knows the database file is DuckDB's documented default ``temp_directory``: the file's
@@ -125,7 +127,7 @@ def refresh(con: duckdb.DuckDBPyConnection, home: Path) -> list[str]:
     entries.require_no_hold(con)
     root = home / "published"
     state_path = root / "exported.json"
-    recorded = state_path.read_text() if state_path.exists() else None
+    recorded = read_own_file(root, state_path.name, EXPORTED_STATE_BYTES)
     done = json.loads(recorded) if recorded else {"current": None, "aggregates": {}}
     written = published_state.refresh_current(con, root, done, CONSUMER_COLUMNS)
     published_state.ensure_schema_files(con, root, CONSUMER_COLUMNS)
@@ -143,9 +145,9 @@ def refresh(con: duckdb.DuckDBPyConnection, home: Path) -> list[str]:
         _export(con, root / "evidence" / f"{table}.parquet", f"SELECT * FROM {table}")
     _drop_covered_history(root / "history", done)
     _ensure_views(home, root, done)
-    record = json.dumps(done, sort_keys=True)
+    record = json.dumps(done, sort_keys=True).encode()
     if record != recorded:  # once, after every file it names is in place
-        atomic_write(state_path, record.encode())
+        atomic_write(state_path, record)
     published_state.drop_unlisted(root, done)
     return written
 

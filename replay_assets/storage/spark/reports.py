@@ -140,7 +140,7 @@ class ReportOps(FactsOps):
         if as_of is not None:
             if name not in AS_OF:
                 raise ReplayError(ErrorCode.USAGE, f"--as-of applies to {', '.join(AS_OF)}, not {name}")
-            behind = retention.refusal(as_of, self.pruned_through(), "the state as of")
+            behind = retention.refusal(as_of, self.pruned_through(), "an as-of read")
             if behind:
                 raise ReplayError(ErrorCode.BEHIND_HORIZON, behind)
             return to_polars(self.consumer_frame(name, as_of).orderBy(*_CONSUMER[name][1]))
