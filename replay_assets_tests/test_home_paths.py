@@ -21,6 +21,7 @@ from pathlib import Path
 
 import dagster as dg
 import duckdb
+import polars as pl
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -28,6 +29,7 @@ from hypothesis import strategies as st
 from replay_assets.core.config import settings_from
 from replay_assets.entrypoints.cli import main
 from replay_assets.entrypoints.runner import instance_for
+from replay_assets.storage.db import paths
 from replay_assets.usecases.context import Pipeline
 from replay_assets_tests.helpers import drive, settings_for
 from replay_assets_tests.storage.test_bad_input import event
@@ -222,3 +224,28 @@ def test_a_relative_delta_root_resolves_against_the_home(
     )
     assert settings_from({}, str(home), None).delta_uri == str((home / "delta").resolve())
     assert os.path.isabs(settings_from({"REPLAY_ASSETS_DELTA_ROOT": str(tmp_path)}, "h", None).delta_uri)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(prefix=NAME_PART, suffix=NAME_PART, match=st.sampled_from(GLOB_MATCHES))
+def test_an_escaped_path_reads_that_file_and_no_other(
+    tmp_path: Path, prefix: str, suffix: str, match: str
+) -> None:
+    """SPEC 10: a path never reaches a glob unescaped: DuckDB (a path from Python, or the folder
+    a view computes in SQL) and polars read the file named, never a sibling the name matches."""
+    folder = Path(tempfile.mkdtemp(dir=tmp_path))
+    files = {}
+    for name in (f"{prefix}A{suffix}", f"{prefix}{match}{suffix}", f"{prefix}B{suffix}"):
+        (folder / name).mkdir()
+        files[name] = str(folder / name / "x.parquet")
+        pl.DataFrame({"home": [name]}).write_parquet(files[name])
+    con = duckdb.connect()
+    try:
+        in_sql = f"SELECT home FROM read_parquet({paths.glob_literal_sql('$folder')} || '/*.parquet')"
+        for name, path in files.items():
+            assert con.execute(in_sql, {"folder": str(folder / name)}).fetchall() == [(name,)]
+            literal = [paths.glob_literal(path)]
+            assert con.execute("SELECT home FROM read_parquet(?)", literal).fetchall() == [(name,)]
+            assert paths.read_parquet_files([path])["home"].to_list() == [name]
+    finally:
+        con.close()

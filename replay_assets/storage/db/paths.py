@@ -1,8 +1,8 @@
-"""How a path reaches a program that reads it as more than a path: DuckDB's file readers take
-every path as a glob pattern, SQLAlchemy parses a SQLite path as part of a URL. Each such path
-goes through one function here, so a home whose name holds ``*?[]{}'"``, spaces or unicode reads
-its own files only (SPEC 10 "Hostile input": two homes side by side never see each other's
-rows). DuckDB cannot open a path with a backslash at all (it reads one as a separator), so the
+"""How a path reaches a program that reads it as more than a path: DuckDB's and polars' file
+readers take a path as a glob pattern, SQLAlchemy parses a SQLite path as part of a URL. Each such
+path goes through one function here, so a home whose name holds ``*[]{}'"``, spaces or unicode
+reads its own files only (SPEC 10 "Hostile input": two homes side by side never see each other's
+rows). DuckDB cannot open a database under a path with a backslash or a ``?`` at all, so the
 settings refuse such a home (``core/config.py``).
 """
 
@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import os
 import urllib.parse
+from collections.abc import Sequence
+
+import polars as pl
 
 # DuckDB's glob has no backslash escape; a bracket class of one character matches that character
 _GLOB_ESCAPES = str.maketrans({c: f"[{c}]" for c in "[]*?"})
@@ -26,6 +29,12 @@ def glob_literal_sql(expression: str) -> str:
     """SQL of the VARCHAR ``expression`` escaped as :func:`glob_literal` escapes a path: the
     folder part of a pattern whose own wildcards follow it."""
     return f"regexp_replace({expression}, {_GLOB_ESCAPES_SQL})"
+
+
+def read_parquet_files(paths: Sequence[str]) -> pl.DataFrame:
+    """The Parquet files at ``paths``, each read as a name: polars, too, expands a path holding
+    ``*?[]`` as a pattern unless told not to."""
+    return pl.read_parquet(list(paths), glob=False)
 
 
 def sqlite_url(folder: str | os.PathLike[str], name: str) -> str:
