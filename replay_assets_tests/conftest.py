@@ -34,6 +34,7 @@ SLOW_TESTS = (
     "test_a_killed_run_is_marked_failed_on_postgres_and_its_slots_freed",  # a child killed
     "test_instance_setting_errors_name_the_variable_never_the_url",  # dagster-postgres retries
     "test_the_ui_records_its_sample_on_the_named_instance",  # the seed 003 sample
+    "test_backfill_runs_with_the_default_relative_home",  # `dagster job backfill` as a child
 )
 
 

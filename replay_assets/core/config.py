@@ -107,7 +107,12 @@ class Settings:
 
     @property
     def delta_uri(self) -> str:
-        return self.delta_root or str((self.home / "delta").resolve())
+        """Where the Delta tables are: a URI as given; a path relative to the home, never to the
+        working directory of whoever runs a command (every process finds one warehouse)."""
+        root = self.delta_root or "delta"
+        if "://" in root:
+            return root
+        return str((self.home / root).resolve())
 
     @property
     def landing(self) -> Path:
@@ -126,8 +131,9 @@ def settings_from(env: Mapping[str, str], home: str | None, config_text: str | N
     (``$HOME/replay-assets.json``), then environment overrides. Raises :class:`SettingsError`
     for a malformed file (not JSON, a duplicated or unknown key, a bad value) or value."""
     cfg = _config(config_text)
+    root = home_path(env, home)
     try:
-        return _settings(env, Path(home or env.get("REPLAY_ASSETS_HOME") or "data"), cfg)
+        return _settings(env, root, cfg)
     except (ValueError, TypeError) as bad:
         raise SettingsError(f"settings ({CONFIG_FILE} or REPLAY_ASSETS_*): {bad}") from None
 
@@ -249,4 +255,23 @@ def _retention(value: Any) -> int:
 
 
 def config_path(env: Mapping[str, str], home: str | None) -> Path:
-    return Path(home or env.get("REPLAY_ASSETS_HOME") or "data") / CONFIG_FILE
+    return home_path(env, home) / CONFIG_FILE
+
+
+# What DuckDB 2.0.1 cannot take in a database file's path: it reads a backslash as a path
+# separator, and it puts the write-ahead log of a path holding a ``?`` in front of the ``?`` (as if
+# the rest were a URL's query), so the warehouse would be written outside the home.
+UNADDRESSABLE = {"\\": "a backslash", "?": "a '?'"}
+
+
+def home_path(env: Mapping[str, str], home: str | None) -> Path:
+    """The home: explicit ``home`` > REPLAY_ASSETS_HOME > ``data``. Raises :class:`SettingsError`
+    for a path the warehouse cannot live under (every other character works, SPEC 10)."""
+    text = home or env.get("REPLAY_ASSETS_HOME") or "data"
+    for char, name in UNADDRESSABLE.items():
+        if char in text:
+            raise SettingsError(
+                f"home {text!r} holds {name}: DuckDB reads a backslash in a database path as a "
+                "separator and a '?' as the start of a URL query; choose a folder without either"
+            )
+    return Path(text)

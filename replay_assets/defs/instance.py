@@ -11,6 +11,10 @@ events), and the 60-partition restate run writes hundreds. Reusing the connectio
 checkpointed after each transaction (a passive checkpoint, 1.7 ms an event in all), because the
 webserver watches each run's database file, not its WAL, to stream the run's new events to the UI.
 
+Dagster builds each SQLite URL by pasting the folder's path into it (``create_db_conn_string``), so
+a ``?`` in the instance folder ended the path and ``run`` created a database outside the home.
+Every SQLite URL of the instance comes from ``storage/db/paths.py`` instead (SPEC 10).
+
 The PostgreSQL instance (``deploy/postgres/dagster.yaml``) does not use this class.
 """
 
@@ -25,11 +29,14 @@ from typing import Any
 import dagster as dg
 import yaml
 from dagster._core.instance.ref import InstanceRef
+from dagster._core.storage.event_log.sqlite import sqlite_event_log
 from dagster._core.storage.event_log.sqlite.sqlite_event_log import (
     INDEX_SHARD_NAME,
     SqliteEventLogStorage,
 )
+from dagster._core.storage.runs.sqlite import sqlite_run_storage
 from dagster._core.storage.runs.sqlite.sqlite_run_storage import SqliteRunStorage
+from dagster._core.storage.schedules.sqlite import sqlite_schedule_storage
 from dagster._core.storage.schedules.sqlite.sqlite_schedule_storage import SqliteScheduleStorage
 from dagster._core.storage.sql import create_engine
 from dagster._core.storage.sqlite_storage import (
@@ -41,9 +48,15 @@ from dagster._core.storage.sqlite_storage import (
 from dagster._serdes import ConfigurableClassData
 from sqlalchemy.engine import Connection, Engine
 
+from replay_assets.storage.db.paths import sqlite_url
+
 KEPT_FILES = 8  # engines kept open at once (the daemon and the webserver see every run's file)
 BUSY_TIMEOUT_SECONDS = 30  # SQLITE_BUSY_TIMEOUT_SECONDS of Dagster's own storage
 MODULE = __name__
+# Dagster's SQLite storages look the URL builder up in their own modules when they open a
+# database (``from_local``, ``conn_string_for_shard``): each gets the encoding one
+for _module in (sqlite_run_storage, sqlite_schedule_storage, sqlite_event_log):
+    _module.create_db_conn_string = sqlite_url  # type: ignore[attr-defined]
 
 
 class PooledSqliteEventLogStorage(SqliteEventLogStorage):

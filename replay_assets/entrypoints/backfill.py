@@ -41,11 +41,17 @@ class BackfillOutcome:
     runs: dict[str, str]  # partition -> final run status (when waited for)
 
 
+def _folder(path: Path) -> str:
+    """A path as a child process started in the instance folder reads it: absolute, so a
+    relative home (the default ``data``) names the same folder there."""
+    return str(path.resolve())
+
+
 def _env(session: Session) -> dict[str, str]:
     env = {
         **os.environ,
-        "REPLAY_ASSETS_HOME": str(session.settings.home.resolve()),
-        "DAGSTER_HOME": str(session.dagster_home.resolve()),
+        "REPLAY_ASSETS_HOME": _folder(session.settings.home),
+        "DAGSTER_HOME": _folder(session.dagster_home),
     }
     if session.settings.fixed_now:
         env["REPLAY_ASSETS_NOW"] = session.settings.fixed_now.isoformat()
@@ -63,7 +69,7 @@ def launch(session: Session, asset: str, first: str, last: str, note: str, opera
         "job",
         "backfill",
         "-w",
-        str(session.dagster_home / "workspace.yaml"),
+        _folder(session.dagster_home / "workspace.yaml"),
         "-j",
         JOB_OF_ASSET[asset],
         "--from",
@@ -75,7 +81,7 @@ def launch(session: Session, asset: str, first: str, last: str, note: str, opera
         "--noprompt",
     ]
     done = subprocess.run(
-        cmd, cwd=session.dagster_home, env=_env(session), capture_output=True, text=True, check=False
+        cmd, cwd=_folder(session.dagster_home), env=_env(session), capture_output=True, text=True, check=False
     )
     found = re.search(r"Launched backfill job `([^`]+)`", done.stdout + done.stderr)
     if done.returncode != 0 or not found:
@@ -131,10 +137,10 @@ def _start_daemon(session: Session) -> subprocess.Popen[bytes]:
         str(Path(sys.executable).with_name("dagster-daemon")),
         "run",
         "-w",
-        str(session.dagster_home / "workspace.yaml"),
+        _folder(session.dagster_home / "workspace.yaml"),
     ]
     # the daemon writes through its own copy of the descriptor; this process closes its copy now
     with open(session.dagster_home / "daemon.log", "ab") as log:
         return subprocess.Popen(
-            cmd, cwd=session.dagster_home, env=_env(session), stdout=log, stderr=subprocess.STDOUT
+            cmd, cwd=_folder(session.dagster_home), env=_env(session), stdout=log, stderr=subprocess.STDOUT
         )

@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import os
 
-from replay_assets.core.config import Settings, SettingsError, config_path, settings_from
+from replay_assets.core.config import CONFIG_FILE, Settings, SettingsError, home_path, settings_from
 
 
 def settings_from_environment(home: str | None = None) -> Settings:
-    path = config_path(os.environ, home)
+    """The settings, with the home as an absolute path: a child process started in another
+    working directory (``backfill``'s Dagster commands) finds the same home."""
+    root = home_path(os.environ, home).absolute()
+    path = root / CONFIG_FILE
     try:
         text = path.read_text(encoding="utf-8") if path.exists() else None
     except (OSError, UnicodeDecodeError):
         raise SettingsError(f"{path.name} cannot be read as UTF-8 text") from None
-    return settings_from(os.environ, home, text)
+    return settings_from(os.environ, str(root), text)

@@ -308,6 +308,10 @@ _V12 = [
 # views read the tables' rows and the registered files' rows. Existing rows stay in the tables.
 _V13 = [segments.REGISTER, *(segments.view_sql(kind) for kind in segments.KINDS)]
 
+# A home's path holds any character a file system allows (SPEC 10): the views read its folder as
+# the literal start of their file patterns, so a home named g[A]h never reads a home gAh's files.
+_V14 = [segments.view_sql(kind) for kind in segments.KINDS]
+
 MIGRATIONS: list[tuple[int, list[str]]] = [
     (1, _V1),
     (2, _V2),
@@ -322,4 +326,5 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
     (11, _V11),
     (12, _V12),
     (13, _V13),
+    (14, _V14),
 ]

@@ -21,6 +21,7 @@ from replay_assets.core.events import (
     ValidationContext,
 )
 from replay_assets.core.manifest import Manifest
+from replay_assets.storage.db.paths import glob_literal
 from replay_assets.storage.db.warehouse import insert_frame, one
 from replay_assets.storage.landing import parallel, prefetch, rows, segments, validation, workers
 from replay_assets.storage.landing.area import DeliveryFile, RawChunk
@@ -226,6 +227,7 @@ def _land_rest(
                 AND NOT list_contains($problems, line_number))"""
     sql, params = validation.certified_sql(ctx, rest)
     values = {n: where[n] for n in _WHERE}
+    lines = [glob_literal(name) for name in lines]  # read_parquet takes each name as a pattern
     params |= {**values, "lines": lines, "problems": sorted(problems), "max_bytes": ctx.max_line_bytes}
     done = _insert_staged(con, f"({sql})", params, returning=True)
     rest_lines = con.execute(

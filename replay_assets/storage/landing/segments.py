@@ -37,6 +37,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
+from replay_assets.storage.db.paths import glob_literal, glob_literal_sql
 from replay_assets.storage.landing.deliveries import atomic_replace, fsync_folder
 from replay_assets.storage.landing.rows import STAGED_SCHEMA
 
@@ -133,7 +134,7 @@ SELECT {kind.names} FROM {kind.table}
 UNION ALL
 SELECT {files}
 FROM landing_segments g
-LEFT JOIN read_parquet({home} || '/{FOLDER}/{kind.folder}/**/*.parquet', filename = true) f
+LEFT JOIN read_parquet({glob_literal_sql(home)} || '/{FOLDER}/{kind.folder}/**/*.parquet', filename = true) f
     ON f.filename = {home} || '/{FOLDER}/' || g.path
 WHERE g.kind = '{kind.folder}' AND CASE WHEN f.filename IS NULL
     THEN error(concat('{MISSING}', g.path)) ELSE true END"""
@@ -155,7 +156,8 @@ def of_date(con: duckdb.DuckDBPyConnection, view: str, params: dict[str, object]
         {"kind": kind.folder, "day": params["day"], "batches": params["batches"]},
     ).fetchall()
     # the schema file first (``read_parquet`` refuses an empty list): it has no rows
-    params["segment_files"] = [str(home / kind.folder / SCHEMA_FILE), *(str(home / r[0]) for r in found)]
+    paths = [home / kind.folder / SCHEMA_FILE, *(home / r[0] for r in found)]
+    params["segment_files"] = [glob_literal(path) for path in paths]
     for i, name in enumerate(constant, start=1):
         params[f"segment_{name}"] = [None, *(r[i] for r in found)]
     files = ", ".join(

@@ -18,16 +18,18 @@ import duckdb
 
 from replay_assets.core.events import canonical_json, sha256_text
 from replay_assets.storage.db.home_files import read_own_file
+from replay_assets.storage.db.paths import glob_literal_sql
 from replay_assets.storage.journal import entries
 from replay_assets.storage.landing.deliveries import atomic_replace, atomic_write, temp_path
 from replay_assets.storage.publish import published_state
 from replay_assets.storage.publish.certify import pointer
 from replay_assets.storage.retention.prune import pruned_through
 
-VIEWS_VERSION = 7  # 1 held absolute paths: a copied home served the original's files; 2 had no
+VIEWS_VERSION = 8  # 1 held absolute paths: a copied home served the original's files; 2 had no
 # evidence; 3 had no record of pruned load dates; 4 had no as-of access; 5 read the current state
 # from one file rewritten whole; 6 filtered a glob taken when a query binds by a manifest read when
-# it runs, so a refresh between the two showed a state never certified
+# it runs, so a refresh between the two showed a state never certified; 7 read the home's folder
+# as a glob pattern, so a home named g[A]h served the files of a home gAh beside it
 HOME_VARIABLE = "replay_assets_home"
 EXPORTED_STATE_BYTES = 64 << 20  # the refresh's record: about 40 bytes per business date
 # The folder of the database a view is read from, computed when a query binds the view. A table
@@ -42,6 +44,7 @@ VIEW_HOME = f"""coalesce(getvariable('{HOME_VARIABLE}'),
          THEN parse_dirpath(current_setting('temp_directory'))
          ELSE error('published.duckdb reads the Parquet files of its own folder: open it as the '
                     || 'database, or SET VARIABLE {HOME_VARIABLE} = ''<home folder>'' first') END)"""
+GLOB_HOME = glob_literal_sql(VIEW_HOME)  # the folder as the literal start of a file pattern
 # An as-of read at or before the last pruned load date fails instead of answering from a state
 # pruning did not keep (the warehouse's export refuses it the same way).
 BEHIND_HORIZON_GUARD = f"""(SELECT CASE WHEN CAST(d AS DATE) <= horizon
@@ -49,7 +52,7 @@ BEHIND_HORIZON_GUARD = f"""(SELECT CASE WHEN CAST(d AS DATE) <= horizon
                    || 'retention horizon (load dates up to ' || CAST(horizon AS VARCHAR) || ' were pruned)')
         ELSE true END
     FROM (SELECT max(CAST(value AS DATE)) AS horizon
-          FROM read_parquet({VIEW_HOME} || '/published/evidence/pointers.parquet')
+          FROM read_parquet({GLOB_HOME} || '/published/evidence/pointers.parquet')
           WHERE name = 'pruned_through'))"""
 # The evidence a reader needs while a writer holds the warehouse (status, the plan, service
 # levels, recovery inspect|plan): small tables, mirrored whole on every refresh under their own
@@ -219,14 +222,14 @@ def _view_statements() -> list[str]:
     """The DDL of published.duckdb: constants of this module only (DDL takes no bound
     parameters)."""
     statements = [
-        f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM read_parquet({VIEW_HOME} || '/{relative}')"
+        f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM read_parquet({GLOB_HOME} || '/{relative}')"
         for name, relative in VIEW_FILES.items()
     ]
     for entity, (view, _table, _macro) in published_state.ENTITIES.items():
-        statements.append(f"CREATE OR REPLACE VIEW {view} AS {published_state.view_sql(entity, VIEW_HOME)}")
+        statements.append(f"CREATE OR REPLACE VIEW {view} AS {published_state.view_sql(entity, GLOB_HOME)}")
     for entity, (_, macro, _, key) in AS_OF_HISTORY.items():
         statements.append(f"""CREATE OR REPLACE MACRO {macro}(d) AS TABLE
-            SELECT * FROM read_parquet({VIEW_HOME} || '/published/history/{entity}/*.parquet')
+            SELECT * FROM read_parquet({GLOB_HOME} || '/published/history/{entity}/*.parquet')
             WHERE load_date <= CAST(d AS DATE) AND {BEHIND_HORIZON_GUARD}
             QUALIFY row_number() OVER (PARTITION BY {key} ORDER BY load_date DESC) = 1""")
     return statements

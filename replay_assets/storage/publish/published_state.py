@@ -189,7 +189,7 @@ def view_sql(entity: str, home_sql: str) -> str:
     """The view of ``entity``'s current state: the files of the generation ``live`` points to
     when the query lists them. A connection held open sees each new generation; a query whose
     listing and reads a swap falls between fails (a listed name is in no other generation).
-    ``home_sql``: the home folder, as SQL."""
+    ``home_sql``: the home folder as SQL, escaped as the start of a file pattern."""
     return f"SELECT * FROM read_parquet({home_sql} || '/published/{CURRENT}/{LIVE}/{entity}/*.parquet')"
 
 

@@ -22,6 +22,7 @@ from pyspark.sql import functions as F
 
 from replay_assets.core.events import ValidationContext
 from replay_assets.core.manifest import Manifest
+from replay_assets.storage.db.paths import read_parquet_files
 from replay_assets.storage.landing import parallel, rows
 from replay_assets.storage.landing.area import DeliveryFile, RawChunk
 from replay_assets.storage.landing.rows import Landed
@@ -104,12 +105,12 @@ def _prepared(
     prepared = started.results()
     found.worker_cpu_seconds += sum(p.cpu_seconds for p in prepared)
     line_files, staged_files = parallel.files(prepared)
-    lines = pl.read_parquet([f.path for f in line_files])
+    lines = read_parquet_files([f.path for f in line_files])
     file_columns = [pl.lit(value).alias(name) for name, value in where.items()]
     receipts = [pl.lit(now).alias("landed_at"), pl.col("sha256").alias("payload_sha256")]
     receipts.append(pl.col("line").alias("payload"))
     out["raw_receipts"].append(lines.with_columns([*file_columns, *receipts]))
-    out["staged_events"].append(pl.read_parquet([f.path for f in staged_files]).with_columns(file_columns))
+    out["staged_events"].append(read_parquet_files([f.path for f in staged_files]).with_columns(file_columns))
     undecided = lines.filter(pl.col("rendering").is_null()).select("line_number", "line").sort("line_number")
     decided = rows.decide_rest(where, undecided.iter_rows(), problems=chunk[2], ctx=ctx, found=found)
     if decided:
