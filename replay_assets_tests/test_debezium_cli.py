@@ -151,3 +151,14 @@ def test_an_over_long_line_is_bounded_while_land_reads_it(
     assert [r["order_id"] for r in exported(home, "current_orders", capsys)] == ["o0", "o2"]
     [rejected] = exported(home, "rejected_events", capsys)
     assert rejected["reason_code"] == "UNMAPPED_RECORD" and "exceeds 1048576 bytes" in rejected["detail"]
+
+
+def test_a_debezium_file_that_is_not_utf8_is_a_usage_error_naming_the_line(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """SPEC 10: invalid UTF-8 is never repaired; ``land`` refuses such a file (exit 2) as it does
+    for every adapter, now that it reads Debezium files line by line."""
+    path = written(home.parent / "changes.jsonl", [message()])
+    path.write_bytes(path.read_bytes() + b'{"op": "\xff"}\n')
+    assert land_file(home, path) == 2
+    assert "is not UTF-8 text (line 2)" in capsys.readouterr().err and landed_files(home) == []

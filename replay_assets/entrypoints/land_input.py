@@ -1,5 +1,6 @@
 """What `land` reads: the input file, and its lines in the native contract through the chosen
-adapter (a line adapter over JSONL, or one batch of a seed-000 document)."""
+adapter (a line adapter over JSONL, a Debezium file read line by line within the line limit, or
+one batch of a seed-000 document)."""
 
 from __future__ import annotations
 
