@@ -229,7 +229,12 @@ def test_a_line_cut_while_reading_is_a_record_with_its_reason() -> None:
 
 
 NUMBERS = st.one_of(
-    st.integers(-(2**70), 2**70), st.floats(allow_nan=False), st.none(), st.booleans(), st.text(max_size=3)
+    st.integers(-(2**70), 2**70),
+    st.integers(2**40, 2**64),  # past the calendar's end in ms, past 1e12 as a position
+    st.floats(allow_nan=False),
+    st.none(),
+    st.booleans(),
+    st.text(max_size=3),
 )
 
 
