@@ -5,11 +5,15 @@ Takes the envelope as Debezium writes it through Kafka Connect's JSON converter:
 ``r`` (a snapshot read) as upserts and ``d`` as a delete (its key from ``before``); a Kafka
 tombstone (a null value after a delete) carries nothing and maps to no event.
 
+- **Tables** are known by their full name only: ``schema.table``, or ``db.table`` for MySQL,
+  which has no schemas. Without a declaration only the default schema ``public`` maps.
 - **Position.** PostgreSQL: ``source.lsn`` (or a generic ``source.seq``). MySQL: the binlog
   coordinates, ``file_no * 2**32 + pos + row`` (``row`` numbers the rows of one multi-row
   binlog event; they lie inside that event's bytes, so the sum is unique and ordered). The
   source's declared ``position_offset`` is subtracted (the contract caps integers at 1e12). A
-  streamed change's position is its ``source_seq`` and ``version``.
+  streamed change's position is its ``source_seq`` and ``version``. A position the contract
+  cannot hold after the offset refuses the whole file (:class:`PositionOutOfRange`): rejecting
+  records the source sent correctly would certify a date without them.
 - **Snapshot reads** share the snapshot's position P. Their ``version`` is P (the state as of P:
   newer than every change before it, older than every change after); their ``source_seq`` —
   unique per source in the contract — numbers them in delivery order just below P
@@ -32,89 +36,37 @@ import datetime as dt
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
 from replay_assets.core import strict_json
-from replay_assets.core.events import (
-    CUSTOMER_IMAGE,
-    ID_FIELDS,
-    KEY_FIELDS,
-    ORDER_IMAGE,
-    SCHEMA_VERSION,
-    Entity,
-    canonical_json,
-)
+from replay_assets.core.events import KEY_FIELDS, MAX_INT, SCHEMA_VERSION, canonical_json, unmapped_line
+
+# the mapping and its declaration live in source_tables.py; these names are read from here too
+from replay_assets.core.source_tables import DEFAULT_MAPPING as DEFAULT_MAPPING
+from replay_assets.core.source_tables import SourceMapping as SourceMapping
+from replay_assets.core.source_tables import Unmappable as Unmappable
+from replay_assets.core.source_tables import parse_mappings as parse_mappings
 
 OPS = {"c": "upsert", "u": "upsert", "r": "upsert", "d": "delete"}
 BINLOG_STRIDE = 2**32
-EPOCH = dt.date(1970, 1, 1)
+EPOCH_TIME = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 _BINLOG_NUMBER = re.compile(r".*?([0-9]+)$")
-_COLUMN = re.compile(r"[A-Za-z_][A-Za-z0-9_$]{0,127}")
-_CONTRACT = {Entity.ORDER_LINE: ORDER_IMAGE, Entity.CUSTOMER: CUSTOMER_IMAGE}
 SOURCE_EVIDENCE = ("connector", "name", "db", "schema", "table", "lsn", "txId", "file", "pos", "row", "gtid")
 
 
-class Unmappable(ValueError):
-    """The record cannot be mapped; the message says why (never a row value)."""
+class PositionOutOfRange(Exception):
+    """A record's position that the contract cannot number after the source's
+    ``position_offset`` (below 0 or beyond 1e12): the file is refused whole, never landed
+    with that record rejected. ``record`` is its number in the file."""
+
+    def __init__(self, record: int, reason: str) -> None:
+        super().__init__(f"record {record}: {reason}")
+        self.record = record
+        self.reason = reason
 
 
-@dataclass(frozen=True)
-class Table:
-    """How one source table maps onto an entity of the contract."""
-
-    entity: Entity
-    columns: Mapping[str, str] = field(default_factory=dict)  # contract field -> source column
-    defaults: Mapping[str, Any] = field(default_factory=dict)  # contract field -> value
-
-    def declaration(self) -> dict[str, Any]:
-        return {"entity": str(self.entity), "columns": dict(self.columns), "defaults": dict(self.defaults)}
-
-    def image(self, row: Mapping[str, Any]) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for name in _CONTRACT[self.entity]:
-            column = self.columns.get(name, name)
-            if column in row:
-                out[name] = row[column]
-            elif name in self.defaults:
-                out[name] = self.defaults[name]
-        if isinstance(out.get("business_date"), int) and not isinstance(out["business_date"], bool):
-            out["business_date"] = _epoch_day(out["business_date"])
-        for name in ID_FIELDS & set(out):  # the contract's ids are text: an integer key is its digits
-            if isinstance(out[name], int) and not isinstance(out[name], bool):
-                out[name] = str(out[name])
-        return out
-
-
-@dataclass(frozen=True)
-class SourceMapping:
-    """A source's declared mapping: its tables by name (``schema.table``, ``db.table`` or the bare
-    table name) and the offset subtracted from every position."""
-
-    tables: Mapping[str, Table]
-    position_offset: int = 0
-
-    def declaration(self) -> dict[str, Any]:
-        tables = {name: table.declaration() for name, table in self.tables.items()}
-        return {"tables": tables, "position_offset": self.position_offset}
-
-    def table(self, source: Mapping[str, Any]) -> tuple[str, Table]:
-        name = source.get("table")
-        for prefix in (source.get("schema"), source.get("db"), None):
-            qualified = f"{prefix}.{name}" if prefix else str(name)
-            if qualified in self.tables:
-                return qualified, self.tables[qualified]
-        raise Unmappable(f"table {name!r} has no mapping (known: {', '.join(sorted(self.tables))})")
-
-
-DEFAULT_MAPPING = SourceMapping(
-    {
-        "order_line": Table(Entity.ORDER_LINE),
-        "order_lines": Table(Entity.ORDER_LINE),
-        "customer": Table(Entity.CUSTOMER),
-        "customers": Table(Entity.CUSTOMER),
-    }
-)
+class _OutOfRange(Exception):
+    """A position the contract cannot number; :func:`adapt` names the record."""
 
 
 def envelope(message: Any) -> dict[str, Any] | None:
@@ -134,10 +86,10 @@ def envelope(message: Any) -> dict[str, Any] | None:
 def position(source: Mapping[str, Any]) -> int:
     """The change's place in the source's log: the PostgreSQL LSN or the MySQL binlog coordinates."""
     for name in ("lsn", "seq"):  # PostgreSQL's LSN; ``seq``, SPEC 2.2's generic position
-        if _is_int(source.get(name)):
+        if _is_count(source.get(name)):
             return int(source[name])
     file, pos, row = source.get("file"), source.get("pos"), source.get("row", 0)
-    if isinstance(file, str) and _is_int(pos) and _is_int(row):
+    if isinstance(file, str) and _is_count(pos) and _is_count(row):
         number = _BINLOG_NUMBER.fullmatch(file)
         if number is None:
             raise Unmappable(f"binlog file {file!r} has no number")
@@ -149,15 +101,14 @@ def position(source: Mapping[str, Any]) -> int:
 
 def to_native(event: Mapping[str, Any], mapping: SourceMapping, seq: int | None = None) -> dict[str, Any]:
     """One change event as a native event. ``seq`` is the ``source_seq`` of a snapshot read (given
-    by :func:`adapt`, which numbers the reads of one position); a streamed change uses its position."""
+    by :func:`adapt`, which numbers the reads of one position); a streamed change uses its position.
+    Raises :class:`Unmappable` for this record, ``_OutOfRange`` (:func:`numbered`) for the file."""
     op = event.get("op")
     if op not in OPS:
         raise Unmappable(f"op {op!r} is not one of c, u, d, r")
     source = event["source"]
     name, table = mapping.table(source)
-    at = position(source) - mapping.position_offset
-    if at < 0:
-        raise Unmappable("position is below the source's position_offset")
+    at = numbered(position(source), seq, mapping.position_offset)
     row = event.get("before") if op == "d" else event.get("after")
     if not isinstance(row, dict):
         raise Unmappable(f"op {op!r} without its {'before' if op == 'd' else 'after'} image")
@@ -177,49 +128,75 @@ def to_native(event: Mapping[str, Any], mapping: SourceMapping, seq: int | None 
     return native
 
 
+def numbered(at: int, seq: int | None, offset: int) -> int:
+    """The contract's number of a change at source position ``at`` (``seq``: a snapshot read's
+    number, from :func:`adapt`): ``at - offset``. ``_OutOfRange`` when it, or the read's number,
+    falls outside the contract's 0..1e12."""
+    based = at - offset
+    if based < 0:
+        raise _OutOfRange(f"position {at} is below the source's position_offset {offset}")
+    if based > MAX_INT:
+        raise _OutOfRange(f"position {at} is beyond 1e12 after the source's position_offset {offset}")
+    if seq is not None and seq < 0:
+        raise _OutOfRange(
+            f"the snapshot reads at position {at} are numbered just below it, down to {seq}: "
+            f"below 0 after the source's position_offset {offset}"
+        )
+    return based
+
+
 def adapt(messages: Sequence[Any], mapping: SourceMapping) -> list[tuple[dict[str, Any] | None, str | None]]:
     """Each message as (native event or None, why not): None and no reason for a Kafka tombstone,
     None and the reason for a record that cannot be mapped. The snapshot reads of one position
-    are numbered in delivery order just below it."""
+    are numbered in delivery order just below it. Raises :class:`PositionOutOfRange` (the
+    message's number from 1) for a position the contract cannot number."""
     parsed: list[dict[str, Any] | Unmappable | None] = []
     for message in messages:
         try:
             parsed.append(envelope(message))
         except Unmappable as bad:
             parsed.append(bad)
-    reads: Counter[int] = Counter()
+    reads: Counter[int | None] = Counter()
     for found in parsed:
         if isinstance(found, dict) and found.get("op") == "r":
             reads[_snapshot_at(found, mapping)] += 1
-    seen: Counter[int] = Counter()
+    seen: Counter[int | None] = Counter()
     out: list[tuple[dict[str, Any] | None, str | None]] = []
-    for found in parsed:
+    for number, found in enumerate(parsed, 1):
         if found is None or isinstance(found, Unmappable):
             out.append((None, None if found is None else str(found)))
             continue
         try:
             seq = None
-            if found.get("op") == "r":
-                at = _snapshot_at(found, mapping)
+            if found.get("op") == "r" and (at := _snapshot_at(found, mapping)) is not None:
                 seen[at] += 1
                 seq = at - reads[at] + seen[at]
             out.append((to_native(found, mapping, seq), None))
         except Unmappable as bad:
             out.append((None, str(bad)))
+        except _OutOfRange as refused:
+            raise PositionOutOfRange(number, str(refused)) from None
         except (KeyError, TypeError, AttributeError) as bad:
             out.append((None, f"malformed change event ({type(bad).__name__})"))
     return out
 
 
-def adapt_file(lines: Sequence[str], mapping: SourceMapping) -> tuple[list[str], list[str]]:
+def adapt_file(
+    lines: Sequence[str], mapping: SourceMapping, cut: Mapping[int, str] | None = None
+) -> tuple[list[str], list[str]]:
     """A delivered file of converter messages (one JSON value a line) as native lines and source
-    records: one record per non-blank line with the native line it became (a record that cannot
-    be mapped is passed on as delivered, for validation to reject; a tombstone becomes none), the
-    reason, the evidence (:func:`record_of`) and the line as delivered."""
+    records: one record per non-blank line with the native line it became (for a record that
+    cannot be mapped, a line validation rejects with the reason: ``unmapped_line``; a tombstone
+    becomes none), the reason, the evidence (:func:`record_of`) and the line as delivered.
+    ``cut`` gives, by line number, why reading kept only part of a line (it is too long).
+    Raises :class:`PositionOutOfRange`, naming the record, when a position cannot be numbered."""
     numbered = [(n, line) for n, line in enumerate(lines, 1) if line.strip()]
     messages: list[Any] = []
-    unreadable: dict[int, str] = {}
+    unreadable: dict[int, str] = dict(cut or {})
     for n, line in numbered:
+        if n in unreadable:
+            messages.append(None)
+            continue
         try:
             messages.append(strict_json.loads(line))
         except strict_json.DuplicateKey as duplicate:
@@ -228,12 +205,18 @@ def adapt_file(lines: Sequence[str], mapping: SourceMapping) -> tuple[list[str],
         except (ValueError, RecursionError):
             messages.append(None)
             unreadable[n] = "not a JSON value"
+    try:
+        mapped = adapt(messages, mapping)
+    except PositionOutOfRange as refused:
+        raise PositionOutOfRange(numbered[refused.record - 1][0], refused.reason) from None
     native: list[str] = []
     records: list[str] = []
-    for (n, line), message, (event, reason) in zip(numbered, messages, adapt(messages, mapping), strict=True):
+    for (n, line), message, (event, reason) in zip(numbered, messages, mapped, strict=True):
         reason = unreadable.get(n, reason)
-        if event is not None or reason is not None:
-            native.append(canonical_json(event) if event is not None else line)
+        if event is not None:
+            native.append(canonical_json(event))
+        elif reason is not None:
+            native.append(unmapped_line("debezium", n, reason))
         found = _envelope_or_none(message) if n not in unreadable else None
         record = {
             "record": n,
@@ -254,12 +237,13 @@ def _envelope_or_none(message: Any) -> dict[str, Any] | None:
         return None
 
 
-def _snapshot_at(event: Mapping[str, Any], mapping: SourceMapping) -> int:
-    """A snapshot read's position, or -1 when it has none (:func:`to_native` says why)."""
+def _snapshot_at(event: Mapping[str, Any], mapping: SourceMapping) -> int | None:
+    """A snapshot read's position after the offset, or None when it has none (:func:`to_native`
+    says why)."""
     try:
         return position(event["source"]) - mapping.position_offset
     except (Unmappable, KeyError, TypeError):
-        return -1
+        return None
 
 
 def record_of(event: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -283,56 +267,16 @@ def record_of(event: Mapping[str, Any] | None) -> dict[str, Any]:
 def _event_time(event: Mapping[str, Any]) -> str:
     source = event["source"]
     # 0 is what a MySQL connector writes when it does not know (its snapshot, its first event)
-    ms = source.get("ts_ms") if _is_int(source.get("ts_ms")) and source["ts_ms"] > 0 else event.get("ts_ms")
-    if not _is_int(ms):
+    ms = source.get("ts_ms") if _is_count(source.get("ts_ms")) and source["ts_ms"] > 0 else event.get("ts_ms")
+    if not _is_count(ms):
         raise Unmappable("no commit time (source.ts_ms or ts_ms)")
-    moment = dt.datetime.fromtimestamp(ms // 1000, dt.UTC)
+    try:
+        moment = EPOCH_TIME + dt.timedelta(milliseconds=ms)
+    except OverflowError:
+        raise Unmappable("commit time (source.ts_ms or ts_ms) is beyond the year 9999") from None
     return f"{moment:%Y-%m-%dT%H:%M:%S}.{ms % 1000:03d}Z"
 
 
-def _epoch_day(days: int) -> str | int:
-    try:
-        return (EPOCH + dt.timedelta(days=days)).isoformat()
-    except OverflowError:
-        return days  # out of any calendar: validation rejects it
-
-
-def _is_int(value: Any) -> TypeGuard[int]:
-    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 2**63
-
-
-def parse_mappings(value: Any) -> dict[str, SourceMapping]:
-    """The settings file's ``debezium``: ``{source: {tables: {name: {entity, columns, defaults}},
-    position_offset}}``. Raises ValueError naming the source, the table and the rule."""
-    if not isinstance(value, dict):
-        raise ValueError("debezium is not an object of source -> mapping")
-    return {source: _mapping(spec, f"debezium.{source}") for source, spec in value.items()}
-
-
-def _mapping(spec: Any, where: str) -> SourceMapping:
-    if not isinstance(spec, dict) or set(spec) - {"tables", "position_offset"} or "tables" not in spec:
-        raise ValueError(f"{where} is not {{tables, position_offset}}")
-    offset = spec.get("position_offset", 0)
-    if not _is_int(offset) or offset > 2**62:
-        raise ValueError(f"{where}.position_offset is not a whole number")
-    tables = spec["tables"]
-    if not isinstance(tables, dict) or not tables:
-        raise ValueError(f"{where}.tables is not an object of table -> {{entity, columns, defaults}}")
-    return SourceMapping({name: _table(t, f"{where}.tables.{name}") for name, t in tables.items()}, offset)
-
-
-def _table(spec: Any, where: str) -> Table:
-    if not isinstance(spec, dict) or set(spec) - {"entity", "columns", "defaults"}:
-        raise ValueError(f"{where} is not {{entity, columns, defaults}}")
-    if spec.get("entity") not in set(Entity):
-        raise ValueError(f"{where}.entity is not one of {', '.join(sorted(Entity))}")
-    entity = Entity(spec["entity"])
-    columns, defaults = spec.get("columns", {}), spec.get("defaults", {})
-    for part, mapping in (("columns", columns), ("defaults", defaults)):
-        if not isinstance(mapping, dict):
-            raise ValueError(f"{where}.{part} is not an object keyed by contract field")
-        if unknown := sorted(set(mapping) - set(_CONTRACT[entity])):
-            raise ValueError(f"{where}.{part}: {unknown[0]!r} is not a field of {entity}")
-    if bad := [c for c in columns.values() if not isinstance(c, str) or not _COLUMN.fullmatch(c)]:
-        raise ValueError(f"{where}.columns: {bad[0]!r} is not a column name")
-    return Table(entity, dict(columns), dict(defaults))
+def _is_count(value: Any) -> TypeGuard[int]:
+    """A whole number from 0 up, however large (what may not fit is decided where it is used)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0

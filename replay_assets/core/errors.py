@@ -20,6 +20,7 @@ class RejectReason(enum.StrEnum):
     OUTSIDE_DECLARED_SLICE = "OUTSIDE_DECLARED_SLICE"
     BUSINESS_DATE_OUT_OF_RANGE = "BUSINESS_DATE_OUT_OF_RANGE"
     UPCAST_FAILED = "UPCAST_FAILED"  # a declared upcaster cannot map the event (core/upcast.py)
+    UNMAPPED_RECORD = "UNMAPPED_RECORD"  # an adapter could not map a source record (core/events.py)
 
 
 class Violation(enum.StrEnum):

@@ -66,6 +66,7 @@ INT_FIELDS = frozenset({"line_no", "quantity", "amount_minor", "cost_minor"})
 ORDER_STATUSES = frozenset({"active", "cancelled"})
 TEXT_LIMIT = 200
 TOMBSTONE_IMAGE_SHA = "tombstone"
+UNMAPPED = "unmapped"  # the one field of the line an adapter writes for a record it could not map
 
 
 @dataclass(frozen=True)
@@ -120,6 +121,19 @@ def jsonl_lines(text: str) -> list[str]:
     \u2028, which may sit inside a line and would shift every line number after them)."""
     lines = text.split("\n")
     return lines[:-1] if lines and lines[-1] == "" else lines
+
+
+def unmapped_line(adapter: str, record: int, reason: str) -> str:
+    """The native line of a source record an adapter could not map: validation rejects it with
+    the adapter's own reason (``UNMAPPED_RECORD``), and no reading of it can make an event. The
+    record as delivered is kept beside it (``source_records``)."""
+    return canonical_json({UNMAPPED: {"adapter": adapter, "record": record, "reason": reason}})
+
+
+def _unmapped_detail(value: Any) -> str:
+    if isinstance(value, dict) and all(isinstance(value.get(k), str) for k in ("adapter", "reason")):
+        return f"{value['adapter']} record {value.get('record')} could not be mapped: {value['reason']}"
+    return "a source record an adapter could not map"
 
 
 def canonical_json(value: Any) -> str:
@@ -220,6 +234,8 @@ def _parse(line: str, ctx: ValidationContext) -> Outcome:
         raise _Reject(RejectReason.MALFORMED_JSON, "line is not valid JSON") from None
     if not isinstance(obj, dict):
         raise _Reject(RejectReason.MALFORMED_JSON, "line is not a JSON object")
+    if set(obj) == {UNMAPPED}:
+        raise _Reject(RejectReason.UNMAPPED_RECORD, _unmapped_detail(obj[UNMAPPED]))
     version = obj.get("schema_version", SCHEMA_VERSION)
     if type(version) is int and version in ctx.upcasters:  # True == 1 and 1.0 == 1 in Python
         try:

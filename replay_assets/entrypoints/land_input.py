@@ -1,51 +1,93 @@
 """What `land` reads: the input file, and its lines in the native contract through the chosen
-adapter (a line adapter over JSONL, or one batch of a seed-000 document)."""
+adapter (a line adapter over JSONL, a Debezium file read line by line within the line limit, or
+one batch of a seed-000 document)."""
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+from collections.abc import Sequence
 from pathlib import Path
+from typing import BinaryIO
 
 from replay_assets.core import debezium, strict_json
 from replay_assets.core.adapters import Adapter, adapt_lines, adapter_for, seed000_batch
 from replay_assets.core.config import Settings
-from replay_assets.core.errors import ErrorCode, ReplayError
+from replay_assets.core.errors import ErrorCode, RejectReason, ReplayError
 from replay_assets.core.events import canonical_json, jsonl_lines, sha256_text
+from replay_assets.storage.landing.files import text_lines
 
 
 def delivery_input(
     args: argparse.Namespace, settings: Settings
 ) -> tuple[str, list[str], list[str], bytes | None]:
-    """What ``land`` delivers: the batch id (given, or derived from the source, the load date and
-    the content), the native lines, the source records and, for a Parquet file, its bytes."""
-    data = read_input(Path(args.file))
-    try:
-        adapter = adapter_for(args.adapter, args.file, data)
-    except ValueError as bad:
-        raise ReplayError(ErrorCode.USAGE, f"{args.file} {bad}") from None
-    origin = canonical_json([args.source, args.load_date])
+    """What ``land`` delivers: the batch id (given, or :func:`default_batch_id`), the native
+    lines, the source records and, for a Parquet file, its bytes."""
+    path = Path(args.file)
+    if args.adapter and Adapter(args.adapter) is Adapter.DEBEZIUM:
+        named_adapter(args, edges(path))  # a Parquet file is refused before it is read as lines
+        file_sha256, lines, records = debezium_input(args, settings)
+        return default_batch_id(args, file_sha256, [*lines, *records]), lines, records, None
+    data = read_input(path)
+    adapter = named_adapter(args, data)
+    file_sha256 = hashlib.sha256(data).hexdigest()
     if adapter is Adapter.PARQUET:
-        return args.batch_id or f"B{sha256_text(origin + data.hex())[:24]}", [], [], data
+        return default_batch_id(args, file_sha256, []), [], [], data
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as bad:
         raise ReplayError(ErrorCode.USAGE, f"{args.file} is not UTF-8 text (byte {bad.start})") from None
     lines, records = adapted(args, adapter, text, settings)
-    return args.batch_id or f"B{sha256_text(origin + chr(10).join(lines))[:24]}", lines, records, None
+    return default_batch_id(args, file_sha256, lines), lines, records, None
+
+
+def default_batch_id(args: argparse.Namespace, file_sha256: str, landed: Sequence[str]) -> str:
+    """``--batch-id``, or one derived from the source, the load date, the file's own bytes and
+    what it lands: two files are two deliveries even when they map to the same events (or to
+    none, as files of Kafka tombstones do), and one file mapped anew is another delivery."""
+    if args.batch_id:
+        return str(args.batch_id)
+    content = [args.source, args.load_date, file_sha256, sha256_text("\n".join(landed))]
+    return f"B{sha256_text(canonical_json(content))[:24]}"
+
+
+def debezium_input(args: argparse.Namespace, settings: Settings) -> tuple[str, list[str], list[str]]:
+    """A Debezium file's sha256, native lines and source records, through the source's declared
+    mapping (the default maps ``public``'s tables order_line(s) and customer(s) by their own
+    column names). It is read as deliveries are (``text_lines``): a line past
+    ``limits.line_bytes`` is only hashed while it streams past, and its record keeps the first
+    bytes with the reason. A position the contract cannot number refuses the file (exit 2)."""
+    digest = hashlib.sha256()
+    lines: list[str] = []
+    cut: dict[int, str] = {}
+    with open_input(Path(args.file)) as fh:
+        for block, problems in text_lines(fh, digest, settings.limits.line_bytes):
+            for index, problem in sorted(problems.items()):
+                if problem.reason is RejectReason.INVALID_UTF8:
+                    line = len(lines) + index + 1
+                    raise ReplayError(ErrorCode.USAGE, f"{args.file} is not UTF-8 text (line {line})")
+                cut[len(lines) + index + 1] = problem.detail
+            lines += block
+    mapping = settings.debezium.get(args.source, debezium.DEFAULT_MAPPING)
+    try:
+        native, records = debezium.adapt_file(lines, mapping, cut)
+    except debezium.PositionOutOfRange as refused:
+        raise ReplayError(
+            ErrorCode.USAGE,
+            f"{args.file}: {refused}; the contract numbers source_seq and version 0..1e12 after "
+            f"debezium.{args.source}.position_offset is subtracted (SPEC 10: a position it cannot "
+            "hold refuses the file; nothing was landed)",
+        ) from None
+    return digest.hexdigest(), native, records
 
 
 def adapted(
     args: argparse.Namespace, adapter: Adapter, text: str, settings: Settings
 ) -> tuple[list[str], list[str]]:
-    """The delivery's native lines and, for an adapter that keeps them, its source records:
-    JSONL through a line adapter, a Debezium file through the source's declared mapping (the
-    default maps tables order_line(s) and customer(s) by their own column names), or one batch
-    of a seed-000 document (``--batch-id`` names it; its records are numbered over the
-    document's order)."""
-    if adapter is Adapter.DEBEZIUM:
-        mapping = settings.debezium.get(args.source, debezium.DEFAULT_MAPPING)
-        return debezium.adapt_file(jsonl_lines(text), mapping)
+    """The delivery's native lines: JSONL through a line adapter, or one batch of a seed-000
+    document (``--batch-id`` names it; its records are numbered over the document's order).
+    Debezium files are read apart (:func:`debezium_input`)."""
     if adapter is not Adapter.SEED000:
         return adapt_lines(adapter, jsonl_lines(text)), []
     if not args.batch_id:
@@ -65,11 +107,39 @@ def adapted(
         raise ReplayError(ErrorCode.USAGE, f"{args.file}: {bad}") from None
 
 
+def named_adapter(args: argparse.Namespace, data: bytes) -> Adapter:
+    """The adapter ``land`` reads the file with (:func:`adapter_for`); a usage error when the
+    content is not what it reads."""
+    try:
+        return adapter_for(args.adapter, args.file, data)
+    except ValueError as bad:
+        raise ReplayError(ErrorCode.USAGE, f"{args.file} {bad}") from None
+
+
+def edges(path: Path) -> bytes:
+    """The file's first and last four bytes (the whole file when shorter than eight): all
+    :func:`adapter_for` looks at, without reading a large file whole."""
+    with open_input(path) as fh:
+        head = fh.read(8)
+        if len(head) < 8:
+            return head
+        fh.seek(-4, 2)
+        return head[:4] + fh.read(4)
+
+
 def read_input(path: Path) -> bytes:
+    with open_input(path) as fh:
+        try:
+            return fh.read()
+        except OSError as error:
+            raise ReplayError(ErrorCode.USAGE, f"{path} cannot be read ({error.strerror})") from None
+
+
+def open_input(path: Path) -> BinaryIO:
     try:
         if not path.is_file():
             raise ReplayError(ErrorCode.USAGE, f"{path} is not a regular file")
-        return path.read_bytes()
+        return path.open("rb")
     except OSError as error:
         raise ReplayError(ErrorCode.USAGE, f"{path} cannot be read ({error.strerror})") from None
 

@@ -142,7 +142,7 @@ def _message(op: str = "c", **source: Any) -> dict[str, Any]:
     ("message", "reason"),
     [
         (_message("t"), "op 't' is not one of c, u, d, r"),
-        (_message(table="invoices"), "table 'invoices' has no mapping"),
+        (_message(table="invoices"), "table 'inventory.invoices' is not mapped"),
         ({**_message(), "after": None}, "op 'c' without its after image"),
         (_message(lsn=None), "source has no position"),
         (_message(file="mysql-bin", pos=4, lsn=None), "binlog file 'mysql-bin' has no number"),
@@ -157,8 +157,8 @@ def test_a_record_that_cannot_be_mapped_is_landed_as_delivered_and_rejected(
 ) -> None:
     line = message if isinstance(message, str) else json.dumps(message)
     native, found = found_records([line], MAPPING)
-    assert native == [line]  # passed on unchanged: validation rejects it, nothing is dropped
-    assert isinstance(parse_event(native[0], CTX), Rejection)
+    rejection = parse_event(native[0], CTX)  # validation rejects it with the reason: nothing is dropped
+    assert isinstance(rejection, Rejection) and reason in rejection.detail
     assert reason in found[0]["reason"] and found[0]["line"] == 1 and found[0]["envelope"] == line
 
 
@@ -166,8 +166,8 @@ def test_the_position_offset_rebases_and_a_position_below_it_is_refused() -> Non
     based = dataclasses.replace(MAPPING, position_offset=800)
     native, _ = debezium.adapt_file([json.dumps(_message())], based)
     assert parsed(native)[0].source_seq == 100
-    native, found = found_records([json.dumps(_message(lsn=700))], based)
-    assert "below the source's position_offset" in found[0]["reason"]
+    with pytest.raises(debezium.PositionOutOfRange, match="below the source's position_offset"):
+        debezium.adapt_file([json.dumps(_message(lsn=700))], based)
 
 
 def test_the_settings_file_declares_mappings_per_source() -> None:
@@ -184,17 +184,17 @@ CUSTOMER = {"entity": "customer"}
     [
         ({"pg": {}}, "debezium.pg is not {tables, position_offset}"),
         ({"pg": {"tables": {}}}, "debezium.pg.tables is not an object"),
-        ({"pg": {"tables": {"t": {"entity": "invoice"}}}}, "debezium.pg.tables.t.entity is not one of"),
+        ({"pg": {"tables": {"s.t": {"entity": "invoice"}}}}, "debezium.pg.tables.s.t.entity is not one of"),
         (
-            {"pg": {"tables": {"t": {"entity": "customer", "columns": {"amount_minor": "x"}}}}},
+            {"pg": {"tables": {"s.t": {"entity": "customer", "columns": {"amount_minor": "x"}}}}},
             "not a field of customer",
         ),
         (
-            {"pg": {"tables": {"t": {"entity": "customer", "columns": {"name": "a b"}}}}},
+            {"pg": {"tables": {"s.t": {"entity": "customer", "columns": {"name": "a b"}}}}},
             "is not a column name",
         ),
         (
-            {"pg": {"tables": {"t": {"entity": "customer"}}, "position_offset": -1}},
+            {"pg": {"tables": {"s.t": {"entity": "customer"}}, "position_offset": -1}},
             "position_offset is not a whole",
         ),
     ],
@@ -224,7 +224,7 @@ def test_an_impossible_commit_time_is_a_reason_not_a_crash(ts: str) -> None:
         .replace('"ts_ms": 1}', f'"ts_ms": {ts}}}')
     )
     native, found = found_records([line], MAPPING)
-    assert native == [line] and "no commit time" in found[0]["reason"]
+    assert len(native) == 1 and "no commit time" in found[0]["reason"]
 
 
 # --------------------------------------------------------------------------- property test

@@ -26,6 +26,7 @@ from replay_assets.core.events import (
     canonical_json,
     parse_event,
     sha256_text,
+    unmapped_line,
 )
 from replay_assets.core.upcast import Upcaster
 
@@ -301,6 +302,13 @@ REJECT_CASES: list[tuple[str, str, ValidationContext, RejectReason]] = [
             CTX, upcasters={2: Upcaster(2, rename={"after.amount_cents": "after.amount_minor"})}
         ),
         RejectReason.UPCAST_FAILED,
+    ),
+    # UNMAPPED_RECORD (the line an adapter writes for a record it could not map)
+    (
+        "unmapped",
+        unmapped_line("debezium", 3, "table 'x.y' is not mapped"),
+        CTX,
+        RejectReason.UNMAPPED_RECORD,
     ),
 ]
 

@@ -1,0 +1,145 @@
+"""How a source's tables map onto the contract's entities (SPEC 2.2), and its declaration in the
+settings file's ``debezium`` — pure.
+
+A table is known by its full name only: ``schema.table``, or ``db.table`` for MySQL, which has
+no schemas, so the same table name in two schemas is two tables. Without a declaration only
+the default schema ``public`` (PostgreSQL's) maps, tables ``order_line(s)`` and ``customer(s)``
+by their own column names.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from replay_assets.core.events import CUSTOMER_IMAGE, ID_FIELDS, ORDER_IMAGE, Entity
+
+EPOCH = dt.date(1970, 1, 1)
+DEFAULT_SCHEMA = "public"  # PostgreSQL's default schema: the only one the default mapping reads
+_FULL_NAME = re.compile(r"[^.]+\.[^.]+")
+_COLUMN = re.compile(r"[A-Za-z_][A-Za-z0-9_$]{0,127}")
+_CONTRACT = {Entity.ORDER_LINE: ORDER_IMAGE, Entity.CUSTOMER: CUSTOMER_IMAGE}
+
+
+class Unmappable(ValueError):
+    """The record cannot be mapped; the message says why (never a row value)."""
+
+
+@dataclass(frozen=True)
+class Table:
+    """How one source table maps onto an entity of the contract."""
+
+    entity: Entity
+    columns: Mapping[str, str] = field(default_factory=dict)  # contract field -> source column
+    defaults: Mapping[str, Any] = field(default_factory=dict)  # contract field -> value
+
+    def declaration(self) -> dict[str, Any]:
+        return {"entity": str(self.entity), "columns": dict(self.columns), "defaults": dict(self.defaults)}
+
+    def image(self, row: Mapping[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for name in _CONTRACT[self.entity]:
+            column = self.columns.get(name, name)
+            if column in row:
+                out[name] = row[column]
+            elif name in self.defaults:
+                out[name] = self.defaults[name]
+        if isinstance(out.get("business_date"), int) and not isinstance(out["business_date"], bool):
+            out["business_date"] = _epoch_day(out["business_date"])
+        for name in ID_FIELDS & set(out):  # the contract's ids are text: an integer key is its digits
+            if isinstance(out[name], int) and not isinstance(out[name], bool):
+                out[name] = str(out[name])
+        return out
+
+
+@dataclass(frozen=True)
+class SourceMapping:
+    """A source's declared mapping: its tables by full name (``schema.table``, or ``db.table``
+    for MySQL) and the offset subtracted from every position."""
+
+    tables: Mapping[str, Table]
+    position_offset: int = 0
+
+    def declaration(self) -> dict[str, Any]:
+        tables = {name: table.declaration() for name, table in self.tables.items()}
+        return {"tables": tables, "position_offset": self.position_offset}
+
+    def table(self, source: Mapping[str, Any]) -> tuple[str, Table]:
+        """The record's table, by its full name only: the same table name in another schema
+        or database is another table, never merged into a mapped one."""
+        name = full_name(source)
+        if name not in self.tables:
+            raise Unmappable(f"table {name!r} is not mapped (mapped: {', '.join(sorted(self.tables))})")
+        return name, self.tables[name]
+
+
+def full_name(source: Mapping[str, Any]) -> str:
+    """``schema.table`` (PostgreSQL), or ``db.table`` for MySQL, whose source block has no schema."""
+    table, prefix = source.get("table"), source.get("schema") or source.get("db")
+    if not isinstance(table, str) or not isinstance(prefix, str):
+        raise Unmappable("source names no table (source.table with source.schema or source.db)")
+    return f"{prefix}.{table}"
+
+
+DEFAULT_MAPPING = SourceMapping(
+    {
+        f"{DEFAULT_SCHEMA}.{name}": Table(entity)
+        for name, entity in (
+            ("order_line", Entity.ORDER_LINE),
+            ("order_lines", Entity.ORDER_LINE),
+            ("customer", Entity.CUSTOMER),
+            ("customers", Entity.CUSTOMER),
+        )
+    }
+)
+
+
+def _epoch_day(days: int) -> str | int:
+    try:
+        return (EPOCH + dt.timedelta(days=days)).isoformat()
+    except OverflowError:
+        return days  # out of any calendar: validation rejects it
+
+
+def parse_mappings(value: Any) -> dict[str, SourceMapping]:
+    """The settings file's ``debezium``: ``{source: {tables: {name: {entity, columns, defaults}},
+    position_offset}}``. Raises ValueError naming the source, the table and the rule."""
+    if not isinstance(value, dict):
+        raise ValueError("debezium is not an object of source -> mapping")
+    return {source: _mapping(spec, f"debezium.{source}") for source, spec in value.items()}
+
+
+def _mapping(spec: Any, where: str) -> SourceMapping:
+    if not isinstance(spec, dict) or set(spec) - {"tables", "position_offset"} or "tables" not in spec:
+        raise ValueError(f"{where} is not {{tables, position_offset}}")
+    offset = spec.get("position_offset", 0)
+    if isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset <= 2**62:
+        raise ValueError(f"{where}.position_offset is not a whole number")
+    tables = spec["tables"]
+    if not isinstance(tables, dict) or not tables:
+        raise ValueError(f"{where}.tables is not an object of table -> {{entity, columns, defaults}}")
+    if bare := [name for name in tables if not _FULL_NAME.fullmatch(name)]:
+        raise ValueError(
+            f"{where}.tables.{bare[0]} is not a full table name (schema.table, db.table for MySQL)"
+        )
+    return SourceMapping({name: _table(t, f"{where}.tables.{name}") for name, t in tables.items()}, offset)
+
+
+def _table(spec: Any, where: str) -> Table:
+    if not isinstance(spec, dict) or set(spec) - {"entity", "columns", "defaults"}:
+        raise ValueError(f"{where} is not {{entity, columns, defaults}}")
+    if spec.get("entity") not in set(Entity):
+        raise ValueError(f"{where}.entity is not one of {', '.join(sorted(Entity))}")
+    entity = Entity(spec["entity"])
+    columns, defaults = spec.get("columns", {}), spec.get("defaults", {})
+    for part, mapping in (("columns", columns), ("defaults", defaults)):
+        if not isinstance(mapping, dict):
+            raise ValueError(f"{where}.{part} is not an object keyed by contract field")
+        if unknown := sorted(set(mapping) - set(_CONTRACT[entity])):
+            raise ValueError(f"{where}.{part}: {unknown[0]!r} is not a field of {entity}")
+    if bad := [c for c in columns.values() if not isinstance(c, str) or not _COLUMN.fullmatch(c)]:
+        raise ValueError(f"{where}.columns: {bad[0]!r} is not a column name")
+    return Table(entity, dict(columns), dict(defaults))
