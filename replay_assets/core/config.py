@@ -13,33 +13,27 @@ from typing import Any
 
 from replay_assets.core import strict_json
 from replay_assets.core.debezium import SourceMapping, parse_mappings
-from replay_assets.core.manifest import Limits, parse_instant
+from replay_assets.core.manifest import Limits
 from replay_assets.core.names import BadName, NameKind, check_name
 from replay_assets.core.retention import DEFAULT_RETENTION_LOAD_DATES
+from replay_assets.core.setting_kinds import (
+    Choice,
+    Day,
+    Instant,
+    Kind,
+    Number,
+    Parsed,
+    Section,
+    SparkAddress,
+    Text,
+    Whole,
+    from_text,
+)
 from replay_assets.core.upcast import Upcaster, parse_upcasters
 
 DEFAULT_START = "2020-01-01"
 CONFIG_FILE = "replay-assets.json"
-CONFIG_KEYS = frozenset(
-    {
-        "load_date_start",
-        "business_date_start",
-        "future_tolerance_days",
-        "sources",
-        "fail_once",
-        "retry_backoff_seconds",
-        "slo",
-        "sensor_interval_seconds",
-        "limits",
-        "lock_timeout_seconds",
-        "retention_load_dates",
-        "upcasters",
-        "debezium",
-        "warehouse",
-        "spark_remote",
-        "delta_root",
-    }
-)
+CONFIG_BYTES = 1 << 20  # the settings file is read bounded, like a manifest
 
 
 class SettingsError(ValueError):
@@ -64,12 +58,8 @@ class SloPolicy:
 
 
 def slo_policy(values: Mapping[str, object]) -> SloPolicy:
-    known = {f: values[f] for f in SloPolicy.__dataclass_fields__ if f in values}
-    unknown = sorted(set(values) - set(known))
-    if unknown:
-        raise ValueError(f"unknown slo settings: {', '.join(unknown)}")
-    policy = SloPolicy(**known)  # type: ignore[arg-type]
-    policy.expected_at("2020-01-01")  # fails early on a malformed HH:MM
+    """The ``slo`` object, each target checked for type and range (``slo.<target>``)."""
+    policy: SloPolicy = SCHEMA["slo"].kind.check(dict(values), "slo")
     return policy
 
 
@@ -104,6 +94,9 @@ class Settings:
     warehouse: str = "duckdb"
     spark_remote: str = "local"
     delta_root: str | None = None
+    # REPLAY_ASSETS_SPARK_CONNECT_TIMEOUT_SECONDS: how long a Spark Connect server may take to
+    # answer before the command fails with REPLAY_WAREHOUSE_UNREACHABLE
+    spark_connect_timeout_seconds: float = 30.0
 
     @property
     def delta_uri(self) -> str:
@@ -127,13 +120,14 @@ class Settings:
 
 
 def settings_from(env: Mapping[str, str], home: str | None, config_text: str | None) -> Settings:
-    """Build settings: explicit ``home`` > REPLAY_ASSETS_HOME > ``data``; then the config file
-    (``$HOME/replay-assets.json``), then environment overrides. Raises :class:`SettingsError`
-    for a malformed file (not JSON, a duplicated or unknown key, a bad value) or value."""
+    """Build settings: explicit ``home`` > REPLAY_ASSETS_HOME > ``data``; then each value from
+    its environment variable, else the config file (``$HOME/replay-assets.json``), else its
+    default, checked against :data:`SCHEMA`. Raises :class:`SettingsError` for a malformed file
+    (not JSON, a duplicated or unknown key) or a value of the wrong type or range, naming it."""
     cfg = _config(config_text)
     root = home_path(env, home)
     try:
-        return _settings(env, root, cfg)
+        return Settings(home=root, **_values(env, cfg))
     except (ValueError, TypeError) as bad:
         raise SettingsError(f"settings ({CONFIG_FILE} or REPLAY_ASSETS_*): {bad}") from None
 
@@ -149,20 +143,26 @@ def _config(text: str | None) -> dict[str, Any]:
         raise SettingsError(f"{CONFIG_FILE} is not a JSON object")
     unknown = sorted(set(cfg) - CONFIG_KEYS)
     if unknown:
-        raise SettingsError(f"{CONFIG_FILE} has unknown setting {unknown[0]!r}")
+        raise SettingsError(f"{CONFIG_FILE} has unknown setting {unknown[0][:80]!r}")
     return cfg
 
 
-def _day(value: Any, name: str) -> str:
-    try:
-        return check_name(NameKind.LOAD_DATE, value)
-    except BadName:
-        raise ValueError(f"{name} is not a calendar date YYYY-MM-DD") from None
+def _values(env: Mapping[str, str], cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """Each setting's value: its environment variable (an empty one counts as unset), else the
+    file's, else the default; all but the default are checked, named as the operator wrote them."""
+    values: dict[str, Any] = {}
+    for key, setting in SCHEMA.items():
+        text = env.get(setting.env) if setting.env else None
+        if text and setting.env:
+            values[key] = setting.kind.check(from_text(setting.kind, text), setting.env)
+        elif setting.in_file and key in cfg and (cfg[key] is not None or not setting.optional):
+            values[key] = setting.kind.check(cfg[key], key)
+        else:
+            values[key] = setting.default
+    return values
 
 
-def _sources(value: Any) -> dict[str, str] | None:
-    if value is None:
-        return None
+def _sources(value: Any) -> dict[str, str]:
     if not isinstance(value, dict):
         raise ValueError("sources is not an object of source -> first load date")
     for source, start in value.items():
@@ -170,88 +170,88 @@ def _sources(value: Any) -> dict[str, str] | None:
             check_name(NameKind.SOURCE, source)
         except BadName as bad:
             raise ValueError(f"sources: {bad}") from None
-        _day(start, "a source's first load date")
+        Day().check(start, f"sources.{source}")
     return dict(value)
 
 
-def _number(value: Any, name: str, kind: type[int] | type[float]) -> Any:
-    if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise ValueError(f"{name} is not a number")
-    try:
-        number = kind(value)
-    except ValueError:
-        raise ValueError(f"{name} is not a {'whole ' if kind is int else ''}number") from None
-    if number < 0:
-        raise ValueError(f"{name} is negative")
-    return number
+@dataclass(frozen=True)
+class Setting:
+    """One settings value: its kind (type and range), default, environment variable, and
+    whether ``replay-assets.json`` may set it. Optional values take ``null`` or ``""`` as unset."""
+
+    kind: Kind
+    default: Any = None
+    env: str | None = None
+    in_file: bool = True
+    optional: bool = False
 
 
-def _limits(value: Any) -> Limits:
-    """Input limits from the settings file: any subset of :class:`Limits`' fields."""
-    if not isinstance(value, dict):
-        raise ValueError("limits is not an object")
-    unknown = sorted(set(value) - set(Limits.__dataclass_fields__))
-    if unknown:
-        raise ValueError(f"unknown limit {unknown[0]!r}")
-    return Limits(**{name: _number(v, f"limits.{name}", int) for name, v in value.items()})
-
-
-def _settings(env: Mapping[str, str], root: Path, cfg: dict[str, Any]) -> Settings:
-    now_text = env.get("REPLAY_ASSETS_NOW")
-    start = env.get("REPLAY_ASSETS_LOAD_DATE_START", cfg.get("load_date_start", DEFAULT_START))
-    business = env.get("REPLAY_ASSETS_BUSINESS_DATE_START", cfg.get("business_date_start", DEFAULT_START))
-    tolerance = env.get("REPLAY_ASSETS_FUTURE_TOLERANCE_DAYS", cfg.get("future_tolerance_days", 1))
-    interval = env.get("REPLAY_ASSETS_SENSOR_INTERVAL_SECONDS", cfg.get("sensor_interval_seconds", 30))
-    retention = env.get(
-        "REPLAY_ASSETS_RETENTION_LOAD_DATES", cfg.get("retention_load_dates", DEFAULT_RETENTION_LOAD_DATES)
-    )
-    slo = cfg.get("slo", {})
-    if not isinstance(slo, dict):
-        raise ValueError("slo is not an object")
-    return Settings(
-        home=root,
-        load_date_start=_day(start, "load_date_start"),
-        business_date_start=_day(business, "business_date_start"),
-        future_tolerance_days=_number(tolerance, "future_tolerance_days", int),
-        sources=_sources(cfg.get("sources")),
-        fixed_now=parse_instant(now_text, "REPLAY_ASSETS_NOW") if now_text else None,
-        fail_point=env.get("REPLAY_ASSETS_FAIL_POINT") or None,
-        fail_once=env.get("REPLAY_ASSETS_FAIL_ONCE") or cfg.get("fail_once") or None,
-        retry_backoff_seconds=_number(cfg.get("retry_backoff_seconds", 5.0), "retry_backoff_seconds", float),
-        slo=slo_policy(slo),
-        sensor_interval_seconds=_number(interval, "sensor_interval_seconds", int),
-        limits=_limits(cfg.get("limits", {})),
-        lock_timeout_seconds=_number(cfg.get("lock_timeout_seconds", 60.0), "lock_timeout_seconds", float),
-        retention_load_dates=_retention(retention),
-        upcasters=parse_upcasters(cfg.get("upcasters", {})),
-        debezium=parse_mappings(cfg.get("debezium", {})),
-        dagster_yaml=Path(named) if (named := env.get("REPLAY_ASSETS_DAGSTER_YAML")) else None,
-        warehouse=_engine(env.get("REPLAY_ASSETS_WAREHOUSE", cfg.get("warehouse", "duckdb"))),
-        spark_remote=_remote(env.get("REPLAY_ASSETS_SPARK_REMOTE", cfg.get("spark_remote", "local"))),
-        delta_root=env.get("REPLAY_ASSETS_DELTA_ROOT", cfg.get("delta_root")) or None,
-    )
+def _env(name: str) -> str:
+    return f"REPLAY_ASSETS_{name.upper()}"
 
 
 ENGINES = ("duckdb", "spark")
-
-
-def _engine(value: Any) -> str:
-    if value not in ENGINES:
-        raise ValueError(f"warehouse is not one of {', '.join(ENGINES)}")
-    return str(value)
-
-
-def _remote(value: Any) -> str:
-    if not isinstance(value, str) or not (value == "local" or value.startswith("sc://")):
-        raise ValueError("spark_remote is neither local nor an sc://HOST:PORT address")
-    return value
-
-
-def _retention(value: Any) -> int:
-    keep = _number(value, "retention_load_dates", int)
-    if keep < 1:
-        raise ValueError("retention_load_dates is less than 1 (the horizon keeps the latest load date)")
-    return int(keep)
+_STEP = r"[A-Za-z0-9_.-]{1,100}"
+_MINUTES = Number(0, 525_600)  # service-level targets: up to a year
+# Every settings value, keyed by its Settings field (the file's key): the one typed schema.
+SCHEMA: Mapping[str, Setting] = {
+    "load_date_start": Setting(Day(), DEFAULT_START, _env("load_date_start")),
+    "business_date_start": Setting(Day(), DEFAULT_START, _env("business_date_start")),
+    "future_tolerance_days": Setting(Whole(0, 366), 1, _env("future_tolerance_days")),
+    "sources": Setting(Parsed(_sources), optional=True),
+    "fixed_now": Setting(Instant(), env=_env("now"), in_file=False, optional=True),
+    "limits": Setting(
+        Section(
+            {
+                "manifest_bytes": Whole(1, 1 << 30),
+                "file_bytes": Whole(1, 1 << 50),
+                "events_per_file": Whole(1, 1 << 40),
+                "files_per_manifest": Whole(1, 1_000_000),
+                "line_bytes": Whole(1, 1 << 30),
+            },
+            Limits,
+        ),
+        Limits(),
+    ),
+    "lock_timeout_seconds": Setting(Number(0, 86_400), 60.0),
+    "fail_point": Setting(
+        Text(rf"(stop:)?{_STEP}(:{_STEP})?(#[1-9][0-9]{{0,8}})?", "a fail point [stop:]point[#n]"),
+        env=_env("fail_point"),
+        in_file=False,
+        optional=True,
+    ),
+    "fail_once": Setting(
+        Text(rf"{_STEP}(:{_STEP})?", "a step[:point]"), env=_env("fail_once"), optional=True
+    ),
+    "retry_backoff_seconds": Setting(Number(0, 3_600), 5.0),
+    "slo": Setting(
+        Section(
+            {
+                "freshness_minutes": _MINUTES,
+                "completeness_pct": Number(0, 100),
+                "duration_minutes": _MINUTES,
+                "availability_minutes": _MINUTES,
+                "expected_time": Text(r"([01][0-9]|2[0-3]):[0-5][0-9]", "a time of day HH:MM (UTC)"),
+            },
+            SloPolicy,
+        ),
+        SloPolicy(),
+    ),
+    "sensor_interval_seconds": Setting(Whole(1, 86_400), 30, _env("sensor_interval_seconds")),
+    "retention_load_dates": Setting(
+        Whole(1, 36_500), DEFAULT_RETENTION_LOAD_DATES, _env("retention_load_dates")
+    ),
+    "upcasters": Setting(Parsed(parse_upcasters), {}),
+    "debezium": Setting(Parsed(parse_mappings), {}),
+    "dagster_yaml": Setting(Parsed(Path), env=_env("dagster_yaml"), in_file=False, optional=True),
+    "warehouse": Setting(Choice(ENGINES), "duckdb", _env("warehouse")),
+    "spark_remote": Setting(SparkAddress(), "local", _env("spark_remote")),
+    "delta_root": Setting(
+        Text(r"[^\x00-\x1f]{1,4096}", "a path or URI"), env=_env("delta_root"), optional=True
+    ),
+    "spark_connect_timeout_seconds": Setting(Number(0.1, 600), 30.0, _env("spark_connect_timeout_seconds")),
+}
+CONFIG_KEYS = frozenset(key for key, setting in SCHEMA.items() if setting.in_file)
 
 
 def config_path(env: Mapping[str, str], home: str | None) -> Path:

@@ -42,6 +42,7 @@ class ReplayResource(dg.ConfigurableResource):  # type: ignore[type-arg]
     warehouse: str = "duckdb"
     spark_remote: str = "local"
     delta_root: str | None = None
+    spark_connect_timeout_seconds: float = 30.0
 
     @classmethod
     def for_settings(cls, s: Settings) -> "ReplayResource":
@@ -68,6 +69,7 @@ class ReplayResource(dg.ConfigurableResource):  # type: ignore[type-arg]
             warehouse=s.warehouse,
             spark_remote=s.spark_remote,
             delta_root=s.delta_root,
+            spark_connect_timeout_seconds=s.spark_connect_timeout_seconds,
         )
 
     def settings(self) -> Settings:
@@ -92,6 +94,7 @@ class ReplayResource(dg.ConfigurableResource):  # type: ignore[type-arg]
             warehouse=self.warehouse,
             spark_remote=self.spark_remote,
             delta_root=self.delta_root,
+            spark_connect_timeout_seconds=self.spark_connect_timeout_seconds,
         )
 
     def pipeline(self) -> Pipeline:

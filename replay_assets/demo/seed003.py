@@ -15,6 +15,7 @@ from replay_assets.core.config import config_path, settings_from
 from replay_assets.core.lanes import CURRENT, LANE_TAG
 from replay_assets.demo.scenarios import seed003
 from replay_assets.demo.seeds import Print, controls, snapshot, table
+from replay_assets.entrypoints.environment import settings_text
 from replay_assets.entrypoints.runner import QUIET
 from replay_assets.entrypoints.session import Session
 from replay_assets.usecases.operations import Operations
@@ -28,7 +29,7 @@ PUBLICATIONS_SQL = """SELECT partition_key, version, content_sha256, reason FROM
 def session_at(home: Path, now: str, fail_once: str | None = None) -> Session:
     env = {"REPLAY_ASSETS_NOW": now, **({"REPLAY_ASSETS_FAIL_ONCE": fail_once} if fail_once else {})}
     path = config_path(env, str(home))
-    settings = settings_from(env, str(home), path.read_text(encoding="utf-8") if path.exists() else None)
+    settings = settings_from(env, str(home), settings_text(path))
     return Session(settings, home / "dagster")
 
 

@@ -62,5 +62,5 @@ def _store(settings: Settings, writer: ports.WarehouseWriter, reader: ports.Ware
     if settings.warehouse == "spark":
         from replay_assets.storage.spark.connect import spark_store
 
-        return spark_store(settings.spark_remote, settings.delta_uri)
+        return spark_store(settings.spark_remote, settings.delta_uri, settings.spark_connect_timeout_seconds)
     return DuckDBStore(writer, reader)

@@ -31,8 +31,8 @@ def test_the_environment_wins_over_the_settings_file() -> None:
 @pytest.mark.parametrize(
     ("env", "message"),
     [
-        ({"REPLAY_ASSETS_WAREHOUSE": "oracle"}, "warehouse is not one of duckdb, spark"),
-        ({"REPLAY_ASSETS_SPARK_REMOTE": "spark.internal:15002"}, "spark_remote is neither local nor"),
+        ({"REPLAY_ASSETS_WAREHOUSE": "oracle"}, "REPLAY_ASSETS_WAREHOUSE is not one of duckdb, spark"),
+        ({"REPLAY_ASSETS_SPARK_REMOTE": "spark.internal:15002"}, "SPARK_REMOTE is neither local nor"),
     ],
 )
 def test_an_unknown_engine_or_address_is_a_settings_error(env: dict[str, str], message: str) -> None:

@@ -183,6 +183,7 @@ def test_every_setting_reaches_the_pipeline_of_the_resource(tmp_path: Path, sail
         warehouse="spark",
         spark_remote=sail,
         delta_root=str(tmp_path / "delta"),
+        spark_connect_timeout_seconds=20.0,
     )
     at_default = [
         f.name
