@@ -215,7 +215,9 @@ def _accepted_or_named(
     home: Path, env: dict[str, str], name: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code, err = status(home, env, capsys)
-    assert code in (0, 2), err
+    # 1 is a value that works as written: e.g. limits.manifest_bytes 1 blocks every delivery
+    # (status names the manifest over its limit); a crash raises out of main and fails here
+    assert code in (0, 1, 2) and "Traceback" not in err, err
     if code == 2:
         assert "REPLAY_USAGE" in err and name in err, err
         return

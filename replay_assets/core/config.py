@@ -231,7 +231,9 @@ SCHEMA: Mapping[str, Setting] = {
                 "completeness_pct": Number(0, 100),
                 "duration_minutes": _MINUTES,
                 "availability_minutes": _MINUTES,
-                "expected_time": Text(r"([01][0-9]|2[0-3]):[0-5][0-9]", "a time of day HH:MM (UTC)"),
+                "expected_time": Text(
+                    r"([01][0-9]|2[0-3]):[0-5][0-9]", "a time of day HH:MM (UTC)", optional=False
+                ),
             },
             SloPolicy,
         ),

@@ -101,13 +101,15 @@ class Instant:
 
 @dataclass(frozen=True)
 class Text:
-    """Text matching ``pattern`` (what ``rule`` says); empty text is no value (None)."""
+    """Text matching ``pattern`` (what ``rule`` says); empty text is no value (None) where the
+    setting may be unset, and refused where it may not (a field of a section)."""
 
     pattern: str
     rule: str
+    optional: bool = True
 
     def check(self, value: object, name: str) -> str | None:
-        if value == "":
+        if value == "" and self.optional:
             return None
         if not isinstance(value, str) or not re.fullmatch(self.pattern, value):
             raise BadSetting(f"{name} is not {self.rule}")
