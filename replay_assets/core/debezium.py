@@ -36,6 +36,17 @@ from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
 from replay_assets.core import strict_json
+from replay_assets.core.debezium_values import (
+    BadValue,
+    Column,
+    FieldSchema,
+    JsonNumber,
+    decode,
+    decoded_image,
+    parse_column,
+    row_schemas,
+    wrapper_schema,
+)
 from replay_assets.core.events import (
     CUSTOMER_IMAGE,
     ID_FIELDS,
@@ -48,7 +59,6 @@ from replay_assets.core.events import (
 
 OPS = {"c": "upsert", "u": "upsert", "r": "upsert", "d": "delete"}
 BINLOG_STRIDE = 2**32
-EPOCH = dt.date(1970, 1, 1)
 _BINLOG_NUMBER = re.compile(r".*?([0-9]+)$")
 _COLUMN = re.compile(r"[A-Za-z_][A-Za-z0-9_$]{0,127}")
 _CONTRACT = {Entity.ORDER_LINE: ORDER_IMAGE, Entity.CUSTOMER: CUSTOMER_IMAGE}
@@ -64,26 +74,44 @@ class Table:
     """How one source table maps onto an entity of the contract."""
 
     entity: Entity
-    columns: Mapping[str, str] = field(default_factory=dict)  # contract field -> source column
+    columns: Mapping[str, Column] = field(default_factory=dict)  # contract field -> source column
     defaults: Mapping[str, Any] = field(default_factory=dict)  # contract field -> value
 
     def declaration(self) -> dict[str, Any]:
-        return {"entity": str(self.entity), "columns": dict(self.columns), "defaults": dict(self.defaults)}
+        columns = {name: column.declaration() for name, column in self.columns.items()}
+        return {"entity": str(self.entity), "columns": columns, "defaults": dict(self.defaults)}
 
-    def image(self, row: Mapping[str, Any]) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for name in _CONTRACT[self.entity]:
-            column = self.columns.get(name, name)
-            if column in row:
-                out[name] = row[column]
-            elif name in self.defaults:
-                out[name] = self.defaults[name]
-        if isinstance(out.get("business_date"), int) and not isinstance(out["business_date"], bool):
-            out["business_date"] = _epoch_day(out["business_date"])
+    def image(
+        self, row: Mapping[str, Any], schemas: Mapping[str, FieldSchema] | None = None
+    ) -> dict[str, Any]:
+        """The contract image of a row, each value decoded from its Debezium encoding
+        (``core/debezium_values.py``; ``schemas``: the wrapped message's field schemas)."""
+        try:
+            out = decoded_image(_CONTRACT[self.entity], self.columns, row, schemas or {})
+        except BadValue as bad:
+            raise Unmappable(str(bad)) from None
+        out.update({k: v for k, v in self.defaults.items() if k not in out})
         for name in ID_FIELDS & set(out):  # the contract's ids are text: an integer key is its digits
             if isinstance(out[name], int) and not isinstance(out[name], bool):
                 out[name] = str(out[name])
         return out
+
+    def event_time(
+        self, row: Mapping[str, Any], schemas: Mapping[str, FieldSchema] | None = None
+    ) -> str | None:
+        """The instant of a column declared as ``event_time`` (a timestamp encoding), else None."""
+        column = self.columns.get("event_time")
+        if column is None:
+            return None
+        if column.name not in row:
+            raise Unmappable(f"event_time (column {column.name!r}) is not in the row")
+        try:
+            moment = decode("event_time", column, row[column.name], (schemas or {}).get(column.name))
+        except BadValue as bad:
+            raise Unmappable(str(bad)) from None
+        if not isinstance(moment, str) or isinstance(moment, JsonNumber):
+            raise Unmappable(f"event_time (column {column.name!r}) is not a timestamp encoding")
+        return moment
 
 
 @dataclass(frozen=True)
@@ -147,9 +175,12 @@ def position(source: Mapping[str, Any]) -> int:
     raise Unmappable("source has no position (source.lsn, source.seq, or source.file and source.pos)")
 
 
-def to_native(event: Mapping[str, Any], mapping: SourceMapping, seq: int | None = None) -> dict[str, Any]:
+def to_native(
+    event: Mapping[str, Any], mapping: SourceMapping, seq: int | None = None, schema: Any = None
+) -> dict[str, Any]:
     """One change event as a native event. ``seq`` is the ``source_seq`` of a snapshot read (given
-    by :func:`adapt`, which numbers the reads of one position); a streamed change uses its position."""
+    by :func:`adapt`, which numbers the reads of one position); a streamed change uses its position.
+    ``schema``: a wrapped message's own schema, which names its columns' encodings."""
     op = event.get("op")
     if op not in OPS:
         raise Unmappable(f"op {op!r} is not one of c, u, d, r")
@@ -161,7 +192,8 @@ def to_native(event: Mapping[str, Any], mapping: SourceMapping, seq: int | None 
     row = event.get("before") if op == "d" else event.get("after")
     if not isinstance(row, dict):
         raise Unmappable(f"op {op!r} without its {'before' if op == 'd' else 'after'} image")
-    image = table.image(row)
+    schemas = row_schemas(schema, "before" if op == "d" else "after")
+    image = table.image(row, schemas)
     native: dict[str, Any] = {
         "event_id": f"{name}-{at if seq is None else f's{at}-{seq}'}",
         "source_seq": at if seq is None else seq,
@@ -170,7 +202,7 @@ def to_native(event: Mapping[str, Any], mapping: SourceMapping, seq: int | None 
         "op": OPS[op],
         "key": {k: image.get(k) for k in KEY_FIELDS[table.entity]},
         "version": at,
-        "event_time": _event_time(event),
+        "event_time": table.event_time(row, schemas) or _event_time(event),
     }
     if OPS[op] == "upsert":
         native["after"] = image
@@ -193,7 +225,7 @@ def adapt(messages: Sequence[Any], mapping: SourceMapping) -> list[tuple[dict[st
             reads[_snapshot_at(found, mapping)] += 1
     seen: Counter[int] = Counter()
     out: list[tuple[dict[str, Any] | None, str | None]] = []
-    for found in parsed:
+    for message, found in zip(messages, parsed, strict=True):
         if found is None or isinstance(found, Unmappable):
             out.append((None, None if found is None else str(found)))
             continue
@@ -203,7 +235,7 @@ def adapt(messages: Sequence[Any], mapping: SourceMapping) -> list[tuple[dict[st
                 at = _snapshot_at(found, mapping)
                 seen[at] += 1
                 seq = at - reads[at] + seen[at]
-            out.append((to_native(found, mapping, seq), None))
+            out.append((to_native(found, mapping, seq, wrapper_schema(message)), None))
         except Unmappable as bad:
             out.append((None, str(bad)))
         except (KeyError, TypeError, AttributeError) as bad:
@@ -221,7 +253,7 @@ def adapt_file(lines: Sequence[str], mapping: SourceMapping) -> tuple[list[str],
     unreadable: dict[int, str] = {}
     for n, line in numbered:
         try:
-            messages.append(strict_json.loads(line))
+            messages.append(strict_json.loads(line, parse_float=JsonNumber))  # a double's own text
         except strict_json.DuplicateKey as duplicate:
             messages.append(None)
             unreadable[n] = f"not readable: {duplicate}"
@@ -290,13 +322,6 @@ def _event_time(event: Mapping[str, Any]) -> str:
     return f"{moment:%Y-%m-%dT%H:%M:%S}.{ms % 1000:03d}Z"
 
 
-def _epoch_day(days: int) -> str | int:
-    try:
-        return (EPOCH + dt.timedelta(days=days)).isoformat()
-    except OverflowError:
-        return days  # out of any calendar: validation rejects it
-
-
 def _is_int(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 2**63
 
@@ -328,11 +353,12 @@ def _table(spec: Any, where: str) -> Table:
         raise ValueError(f"{where}.entity is not one of {', '.join(sorted(Entity))}")
     entity = Entity(spec["entity"])
     columns, defaults = spec.get("columns", {}), spec.get("defaults", {})
-    for part, mapping in (("columns", columns), ("defaults", defaults)):
+    for part, mapping, extra in (("columns", columns, {"event_time"}), ("defaults", defaults, set())):
         if not isinstance(mapping, dict):
             raise ValueError(f"{where}.{part} is not an object keyed by contract field")
-        if unknown := sorted(set(mapping) - set(_CONTRACT[entity])):
+        if unknown := sorted(set(mapping) - set(_CONTRACT[entity]) - extra):
             raise ValueError(f"{where}.{part}: {unknown[0]!r} is not a field of {entity}")
-    if bad := [c for c in columns.values() if not isinstance(c, str) or not _COLUMN.fullmatch(c)]:
+    read = {name: parse_column(c, name, f"{where}.columns.{name}") for name, c in columns.items()}
+    if bad := [c.name for c in read.values() if not isinstance(c.name, str) or not _COLUMN.fullmatch(c.name)]:
         raise ValueError(f"{where}.columns: {bad[0]!r} is not a column name")
-    return Table(entity, dict(columns), dict(defaults))
+    return Table(entity, read, dict(defaults))

@@ -4,6 +4,7 @@ wins" (SPEC 10). Used for manifests, events and the settings file. Pure."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 
@@ -25,6 +26,7 @@ def _unique_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return obj
 
 
-def loads(text: str) -> Any:
-    """``json.loads`` that rejects duplicated keys (:class:`DuplicateKey`, a ``ValueError``)."""
-    return json.loads(text, object_pairs_hook=_unique_object)
+def loads(text: str, parse_float: Callable[[str], Any] | None = None) -> Any:
+    """``json.loads`` that rejects duplicated keys (:class:`DuplicateKey`, a ``ValueError``);
+    ``parse_float`` reads a number with a fraction or an exponent from its text, as json's hook."""
+    return json.loads(text, object_pairs_hook=_unique_object, parse_float=parse_float)
