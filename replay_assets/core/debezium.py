@@ -36,8 +36,8 @@ from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
 from replay_assets.core import strict_json
+from replay_assets.core.debezium_time import BadValue
 from replay_assets.core.debezium_values import (
-    BadValue,
     Column,
     FieldSchema,
     JsonNumber,

@@ -11,48 +11,29 @@
   text, and a double read from its JSON text. The minor units are the amount times 10**scale,
   where scale is the declared one (else the Decimal schema's): more fractional digits than that,
   a negative amount or one beyond 1e12 is refused with a reason naming the field and the column.
-- **Dates and instants.** ``io.debezium.time.Date`` and Connect's ``Date`` (days since 1970),
-  ``Timestamp`` (ms), ``MicroTimestamp``, ``NanoTimestamp``, Connect's ``Timestamp`` (ms) and
-  ``ZonedTimestamp`` (ISO text with an offset). The epoch encodings are read as UTC (Debezium
-  writes a column without a time zone as its wall clock read as UTC); a timestamp's business date
-  is its calendar day in the declared ``time_zone`` (an IANA name; UTC when none is declared).
+- **Dates and instants**: ``core/debezium_time.py``.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import datetime as dt
 import decimal
 import re
-import zoneinfo
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from replay_assets.core.debezium_time import TIME_TYPES, BadValue, business_date, instant, known_zone
+from replay_assets.core.events import INT_FIELDS, MAX_INT
+
 DECIMAL = "org.apache.kafka.connect.data.Decimal"
 VARIABLE_DECIMAL = "io.debezium.data.VariableScaleDecimal"
-DAYS = frozenset({"io.debezium.time.Date", "org.apache.kafka.connect.data.Date"})
-EPOCH_DIGITS = {  # fractional digits of a second each epoch encoding counts in
-    "io.debezium.time.Timestamp": 3,
-    "org.apache.kafka.connect.data.Timestamp": 3,
-    "io.debezium.time.MicroTimestamp": 6,
-    "io.debezium.time.NanoTimestamp": 9,
-}
-ZONED = "io.debezium.time.ZonedTimestamp"
-TYPES = frozenset({DECIMAL, VARIABLE_DECIMAL, ZONED, *DAYS, *EPOCH_DIGITS})
+TYPES = frozenset({DECIMAL, VARIABLE_DECIMAL, *TIME_TYPES})
 MAX_SCALE = 12  # the contract's integers stop at 1e12: a finer minor unit could hold nothing
-MAX_MINOR = 10**12
 MAX_BASE64 = 1400  # 1 KiB of two's-complement bytes: beyond any amount's 1e12, still cheap to read
-EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 _DECIMAL_TEXT = re.compile(r"-?[0-9]{1,40}(\.[0-9]{1,40})?")
 _NUMBER_TEXT = re.compile(r"-?[0-9]{1,40}(\.[0-9]{1,40})?([eE][-+]?[0-9]{1,4})?")
-_ZONE = re.compile(r"[A-Za-z0-9_+-]{1,40}(/[A-Za-z0-9_+-]{1,40}){0,3}")
-
-
-class BadValue(ValueError):
-    """A column value the contract cannot take as it is encoded; the message names the field,
-    the column and the rule (never the value)."""
 
 
 class JsonNumber(float):
@@ -100,17 +81,21 @@ def wrapper_schema(message: Any) -> Any:
 def row_schemas(schema: Any, image: str) -> dict[str, FieldSchema]:
     """The field schemas of the ``image`` (``after`` or ``before``) struct of a wrapped message's
     ``schema``, by column; empty for a bare message or a schema that does not describe them."""
-    fields = schema.get("fields") if isinstance(schema, dict) else None
-    row = next((f for f in fields or [] if isinstance(f, dict) and f.get("field") == image), None)
+    row = next((f for f in _fields(schema) if f.get("field") == image), None)
     out: dict[str, FieldSchema] = {}
-    for column in row.get("fields") or [] if isinstance(row, dict) else []:
-        if isinstance(column, dict) and isinstance(column.get("field"), str):
+    for column in _fields(row):
+        if isinstance(column.get("field"), str):
             name = column.get("name") if isinstance(column.get("name"), str) else None
-            parameters = column.get("parameters") if isinstance(column.get("parameters"), dict) else {}
-            scale = parameters.get("scale")
+            parameters = column.get("parameters")
+            scale = parameters.get("scale") if isinstance(parameters, dict) else None
             known = isinstance(scale, str) and scale.isascii() and scale.isdigit() and len(scale) < 4
-            out[column["field"]] = FieldSchema(name, int(scale) if known else None)
+            out[column["field"]] = FieldSchema(name, int(str(scale)) if known else None)
     return out
+
+
+def _fields(struct: Any) -> list[dict[str, Any]]:
+    fields = struct.get("fields") if isinstance(struct, dict) else None
+    return [f for f in fields if isinstance(f, dict)] if isinstance(fields, list) else []
 
 
 def decode(field: str, column: Column, value: Any, schema: FieldSchema | None) -> Any:
@@ -121,14 +106,8 @@ def decode(field: str, column: Column, value: Any, schema: FieldSchema | None) -
     where = f"{field} (column {column.name!r})"
     if value is None or isinstance(value, bool):
         return value
-    if field in {"line_no", "quantity", "amount_minor", "cost_minor"}:
-        amount = exact_amount(value, logical, schema, column, where)
-        if amount is None:
-            return value
-        scale = column.scale if column.scale is not None else schema.scale if schema else None
-        if scale is None:
-            raise BadValue(f"{where} is a decimal: declare its scale (the minor unit's digits)")
-        return minor_units(amount, scale, where)
+    if field in INT_FIELDS:
+        return _integer(value, logical, column, schema, where=where)
     if field == "business_date":
         return business_date(value, logical, column.time_zone, where)
     if field == "event_time":
@@ -137,15 +116,28 @@ def decode(field: str, column: Column, value: Any, schema: FieldSchema | None) -
     return value
 
 
+def _integer(
+    value: Any, logical: str | None, column: Column, schema: FieldSchema | None, *, where: str
+) -> Any:
+    bytes_scale = schema.scale if schema is not None and schema.scale is not None else column.scale
+    amount = exact_amount(value, logical, bytes_scale, where)
+    if amount is None and (column.scale is None or not isinstance(value, int)):
+        return value  # an integer minor-unit column as it is
+    scale = column.scale if column.scale is not None else bytes_scale if logical == DECIMAL else None
+    if scale is None:
+        raise BadValue(f"{where} is a decimal: declare its scale (the minor unit's digits)")
+    return minor_units(decimal.Decimal(value) if amount is None else amount, scale, where)
+
+
 def exact_amount(
-    value: Any, logical: str | None, schema: FieldSchema | None, column: Column, where: str
+    value: Any, logical: str | None, bytes_scale: int | None, where: str
 ) -> decimal.Decimal | None:
-    """The exact decimal a value encodes, or None for a plain integer without a declared scale."""
+    """The exact decimal a value encodes (``bytes_scale``: the scale of base64 bytes, from the
+    schema or the declaration), or None for an integer, which needs no decoding."""
     if logical == DECIMAL:
-        scale = schema.scale if schema is not None and schema.scale is not None else column.scale
-        if scale is None:
+        if bytes_scale is None:
             raise BadValue(f"{where} is base64 decimal bytes: declare its scale")
-        return _scaled(_unscaled(value, where), scale)
+        return _scaled(_unscaled(value, where), bytes_scale)
     if logical == VARIABLE_DECIMAL:
         if not isinstance(value, dict) or set(value) != {"scale", "value"} or not _small(value["scale"]):
             raise BadValue(f"{where} is not a VariableScaleDecimal {{scale, value}}")
@@ -159,8 +151,6 @@ def exact_amount(
         if not _NUMBER_TEXT.fullmatch(text):
             raise BadValue(f"{where} is not a finite number")
         return decimal.Decimal(text)
-    if isinstance(value, int) and column.scale is not None:
-        return decimal.Decimal(value)
     return None
 
 
@@ -178,58 +168,10 @@ def minor_units(amount: decimal.Decimal, scale: int, where: str) -> int:
         raise BadValue(f"{where} has more fractional digits than its scale {scale}: never rounded")
     if sign:
         raise BadValue(f"{where} is negative: the contract's amounts are 0..1e12")
-    number = int("".join(map(str, digits))) * 10**shift if len(digits) + shift <= 13 else MAX_MINOR + 1
-    if number > MAX_MINOR:
+    number = int("".join(map(str, digits))) * 10**shift if len(digits) + shift <= 13 else MAX_INT + 1
+    if number > MAX_INT:
         raise BadValue(f"{where} is beyond the contract's 1e12 minor units")
     return number
-
-
-def business_date(value: Any, logical: str | None, time_zone: str | None, where: str) -> Any:
-    """A date as YYYY-MM-DD: days since 1970, or a timestamp's day in ``time_zone`` (UTC)."""
-    if logical in DAYS or (logical is None and isinstance(value, int)):
-        if not isinstance(value, int):
-            raise BadValue(f"{where} is not a whole number of days since 1970-01-01")
-        try:
-            return (EPOCH + dt.timedelta(days=value)).date().isoformat()
-        except OverflowError:
-            raise BadValue(f"{where} is a day outside the calendar") from None
-    if logical in EPOCH_DIGITS or logical == ZONED:
-        moment = _moment(value, logical, where)
-        zone = zoneinfo.ZoneInfo(time_zone) if time_zone else dt.UTC
-        return moment.astimezone(zone).date().isoformat()
-    return value
-
-
-def instant(value: Any, logical: str | None, where: str) -> str | None:
-    """An ISO-8601 UTC instant (``...Z``) from a timestamp encoding, None without one. An epoch
-    count keeps all its digits (a nanosecond one too)."""
-    if logical in EPOCH_DIGITS:
-        digits = EPOCH_DIGITS[logical]
-        moment = _moment(value, logical, where)
-        fraction = value % 10**digits
-        return f"{moment:%Y-%m-%dT%H:%M:%S}.{fraction:0{digits}d}Z"
-    if logical == ZONED:
-        moment = _moment(value, logical, where).astimezone(dt.UTC)
-        return moment.isoformat(timespec="microseconds").replace("+00:00", "Z")
-    return None
-
-
-def _moment(value: Any, logical: str | None, where: str) -> dt.datetime:
-    if logical == ZONED:
-        try:
-            moment = dt.datetime.fromisoformat(value) if isinstance(value, str) and len(value) < 64 else None
-        except ValueError:
-            moment = None
-        if moment is None or moment.utcoffset() is None:
-            raise BadValue(f"{where} is not an ISO-8601 timestamp with an offset (ZonedTimestamp)")
-        return moment
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise BadValue(f"{where} is not a whole count since 1970 ({logical})")
-    seconds = value // 10 ** EPOCH_DIGITS[str(logical)]
-    try:
-        return EPOCH + dt.timedelta(seconds=seconds)
-    except OverflowError:
-        raise BadValue(f"{where} is an instant outside the years 1..9999") from None
 
 
 def _scaled(unscaled: int, scale: int) -> decimal.Decimal:
@@ -266,11 +208,9 @@ def parse_column(spec: Any, field: str, where: str) -> Column:
     ):
         raise ValueError(f"{where} is not a column name or {{column, scale, time_zone, type}}")
     scale, zone, logical = spec.get("scale"), spec.get("time_zone"), spec.get("type")
-    if scale is not None and (
-        field not in {"line_no", "quantity", "amount_minor", "cost_minor"} or not _scale(scale)
-    ):
+    if scale is not None and (field not in INT_FIELDS or not _scale(scale)):
         raise ValueError(f"{where}.scale is a whole number 0..{MAX_SCALE}, for an integer field only")
-    if zone is not None and (field != "business_date" or not _known_zone(zone)):
+    if zone is not None and (field != "business_date" or not known_zone(zone)):
         raise ValueError(f"{where}.time_zone is an IANA time zone name, for business_date only")
     if logical is not None and logical not in TYPES:
         raise ValueError(f"{where}.type is not one of {', '.join(sorted(TYPES))}")
@@ -279,16 +219,6 @@ def parse_column(spec: Any, field: str, where: str) -> Column:
 
 def _scale(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_SCALE
-
-
-def _known_zone(name: Any) -> bool:
-    if not isinstance(name, str) or not _ZONE.fullmatch(name) or ".." in name:
-        return False
-    try:
-        zoneinfo.ZoneInfo(name)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
-        return False
-    return True
 
 
 def decoded_image(
