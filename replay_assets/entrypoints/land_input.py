@@ -4,7 +4,6 @@ adapter (a line adapter over JSONL, or one batch of a seed-000 document)."""
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 from collections import Counter
 from pathlib import Path
@@ -13,15 +12,9 @@ from replay_assets.core import debezium
 from replay_assets.core.adapters import Adapter, adapt_lines, seed000_batch
 from replay_assets.core.config import Settings
 from replay_assets.core.errors import ErrorCode, ReplayError
-from replay_assets.core.events import (
-    Rejection,
-    ValidationContext,
-    canonical_json,
-    jsonl_lines,
-    parse_event,
-    sha256_text,
-)
+from replay_assets.core.events import Rejection, canonical_json, jsonl_lines, parse_event, sha256_text
 from replay_assets.storage.db.clock import real_now
+from replay_assets.usecases.land import contract_context
 
 
 def delivery_input(
@@ -99,13 +92,7 @@ def rejection_report(lines: list[str], settings: Settings, source: str) -> list[
     load date is applied, by reason with the first line of each: a mapping problem shows at
     ``land``, before ``run``. What only the warehouse can judge (duplicates, conflicts) is not
     counted here."""
-    now = settings.fixed_now or real_now()
-    ctx = ValidationContext(
-        dt.date.fromisoformat(settings.business_date_start),
-        settings.business_date_end(now),
-        max_line_bytes=settings.limits.line_bytes,
-        upcasters=settings.upcasters.get(source, {}),
-    )
+    ctx = contract_context(settings, settings.fixed_now or real_now(), source)
     first: dict[str, str] = {}
     counts: Counter[str] = Counter()
     for number, line in enumerate(lines, 1):
