@@ -43,11 +43,12 @@ def table(name: str, columns: dict[str, Any]) -> dict[str, Any]:
 # file -> (the source's declared mapping, the expected current orders: id -> status, quantity,
 # amount_minor, cost_minor, business_date)
 CASES: dict[str, tuple[dict[str, Any], dict[str, tuple[Any, ...]]]] = {
-    # the connector's defaults, mapped as the README does: the scale comes from the schema
+    # issue 45's case: the connector's defaults, columns named as the README does (no options):
+    # the scale comes from the schema, the day is the instant's in UTC
     "postgres_2.7_wrapped_precise.jsonl": (
-        table("public.orders", {"amount_minor": "amount", "cost_minor": "cost", **PARIS}),
+        table("public.orders", {"amount_minor": "amount", "cost_minor": "cost", **UTC_DAY}),
         {
-            "5001": ("cancelled", 1, 1200, 450, "2026-09-21"),  # 22:30Z is the 21st's midnight in Paris
+            "5001": ("cancelled", 1, 1200, 450, "2026-09-20"),  # created 2026-09-20T22:30Z
             "5002": ("deleted", None, None, None, None),
             "5003": ("active", 1, 5, 1, "2026-09-21"),
             "5004": ("active", 3, 9990, 4200, "2026-09-21"),
