@@ -39,6 +39,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TypeGuard
 
 from replay_assets.core import strict_json
+from replay_assets.core.debezium_values import JsonNumber, row_schemas, wrapper_schema
 from replay_assets.core.events import KEY_FIELDS, MAX_INT, SCHEMA_VERSION, canonical_json, unmapped_line
 
 # the mapping and its declaration live in source_tables.py; these names are read from here too
@@ -99,9 +100,12 @@ def position(source: Mapping[str, Any]) -> int:
     raise Unmappable("source has no position (source.lsn, source.seq, or source.file and source.pos)")
 
 
-def to_native(event: Mapping[str, Any], mapping: SourceMapping, seq: int | None = None) -> dict[str, Any]:
+def to_native(
+    event: Mapping[str, Any], mapping: SourceMapping, seq: int | None = None, schema: Any = None
+) -> dict[str, Any]:
     """One change event as a native event. ``seq`` is the ``source_seq`` of a snapshot read (given
     by :func:`adapt`, which numbers the reads of one position); a streamed change uses its position.
+    ``schema``: a wrapped message's own schema, which names its columns' encodings.
     Raises :class:`Unmappable` for this record, ``_OutOfRange`` (:func:`numbered`) for the file."""
     op = event.get("op")
     if op not in OPS:
@@ -112,7 +116,8 @@ def to_native(event: Mapping[str, Any], mapping: SourceMapping, seq: int | None 
     row = event.get("before") if op == "d" else event.get("after")
     if not isinstance(row, dict):
         raise Unmappable(f"op {op!r} without its {'before' if op == 'd' else 'after'} image")
-    image = table.image(row)
+    schemas = row_schemas(schema, "before" if op == "d" else "after")
+    image = table.image(row, schemas)
     native: dict[str, Any] = {
         "event_id": f"{name}-{at if seq is None else f's{at}-{seq}'}",
         "source_seq": at if seq is None else seq,
@@ -121,7 +126,7 @@ def to_native(event: Mapping[str, Any], mapping: SourceMapping, seq: int | None 
         "op": OPS[op],
         "key": {k: image.get(k) for k in KEY_FIELDS[table.entity]},
         "version": at,
-        "event_time": _event_time(event),
+        "event_time": table.event_time(row, schemas) or _event_time(event),
     }
     if OPS[op] == "upsert":
         native["after"] = image
@@ -162,7 +167,7 @@ def adapt(messages: Sequence[Any], mapping: SourceMapping) -> list[tuple[dict[st
             reads[_snapshot_at(found, mapping)] += 1
     seen: Counter[int | None] = Counter()
     out: list[tuple[dict[str, Any] | None, str | None]] = []
-    for number, found in enumerate(parsed, 1):
+    for number, (message, found) in enumerate(zip(messages, parsed, strict=True), 1):
         if found is None or isinstance(found, Unmappable):
             out.append((None, None if found is None else str(found)))
             continue
@@ -171,7 +176,7 @@ def adapt(messages: Sequence[Any], mapping: SourceMapping) -> list[tuple[dict[st
             if found.get("op") == "r" and (at := _snapshot_at(found, mapping)) is not None:
                 seen[at] += 1
                 seq = at - reads[at] + seen[at]
-            out.append((to_native(found, mapping, seq), None))
+            out.append((to_native(found, mapping, seq, wrapper_schema(message)), None))
         except Unmappable as bad:
             out.append((None, str(bad)))
         except _OutOfRange as refused:
@@ -198,7 +203,7 @@ def adapt_file(
             messages.append(None)
             continue
         try:
-            messages.append(strict_json.loads(line))
+            messages.append(strict_json.loads(line, parse_float=JsonNumber))  # a double's own text
         except strict_json.DuplicateKey as duplicate:
             messages.append(None)
             unreadable[n] = f"not readable: {duplicate}"

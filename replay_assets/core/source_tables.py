@@ -9,15 +9,22 @@ by their own column names.
 
 from __future__ import annotations
 
-import datetime as dt
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from replay_assets.core.debezium_time import BadValue
+from replay_assets.core.debezium_values import (
+    Column,
+    FieldSchema,
+    JsonNumber,
+    decode,
+    decoded_image,
+    parse_column,
+)
 from replay_assets.core.events import CUSTOMER_IMAGE, ID_FIELDS, ORDER_IMAGE, Entity
 
-EPOCH = dt.date(1970, 1, 1)
 DEFAULT_SCHEMA = "public"  # PostgreSQL's default schema: the only one the default mapping reads
 _FULL_NAME = re.compile(r"[^.]+\.[^.]+")
 _COLUMN = re.compile(r"[A-Za-z_][A-Za-z0-9_$]{0,127}")
@@ -33,26 +40,44 @@ class Table:
     """How one source table maps onto an entity of the contract."""
 
     entity: Entity
-    columns: Mapping[str, str] = field(default_factory=dict)  # contract field -> source column
+    columns: Mapping[str, Column] = field(default_factory=dict)  # contract field -> source column
     defaults: Mapping[str, Any] = field(default_factory=dict)  # contract field -> value
 
     def declaration(self) -> dict[str, Any]:
-        return {"entity": str(self.entity), "columns": dict(self.columns), "defaults": dict(self.defaults)}
+        columns = {name: column.declaration() for name, column in self.columns.items()}
+        return {"entity": str(self.entity), "columns": columns, "defaults": dict(self.defaults)}
 
-    def image(self, row: Mapping[str, Any]) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for name in _CONTRACT[self.entity]:
-            column = self.columns.get(name, name)
-            if column in row:
-                out[name] = row[column]
-            elif name in self.defaults:
-                out[name] = self.defaults[name]
-        if isinstance(out.get("business_date"), int) and not isinstance(out["business_date"], bool):
-            out["business_date"] = _epoch_day(out["business_date"])
+    def image(
+        self, row: Mapping[str, Any], schemas: Mapping[str, FieldSchema] | None = None
+    ) -> dict[str, Any]:
+        """The contract image of a row, each value decoded from its Debezium encoding
+        (``core/debezium_values.py``; ``schemas``: the wrapped message's field schemas)."""
+        try:
+            out = decoded_image(_CONTRACT[self.entity], self.columns, row, schemas or {})
+        except BadValue as bad:
+            raise Unmappable(str(bad)) from None
+        out.update({k: v for k, v in self.defaults.items() if k not in out})
         for name in ID_FIELDS & set(out):  # the contract's ids are text: an integer key is its digits
             if isinstance(out[name], int) and not isinstance(out[name], bool):
                 out[name] = str(out[name])
         return out
+
+    def event_time(
+        self, row: Mapping[str, Any], schemas: Mapping[str, FieldSchema] | None = None
+    ) -> str | None:
+        """The instant of a column declared as ``event_time`` (a timestamp encoding), else None."""
+        column = self.columns.get("event_time")
+        if column is None:
+            return None
+        if column.name not in row:
+            raise Unmappable(f"event_time (column {column.name!r}) is not in the row")
+        try:
+            moment = decode("event_time", column, row[column.name], (schemas or {}).get(column.name))
+        except BadValue as bad:
+            raise Unmappable(str(bad)) from None
+        if not isinstance(moment, str) or isinstance(moment, JsonNumber):
+            raise Unmappable(f"event_time (column {column.name!r}) is not a timestamp encoding")
+        return moment
 
 
 @dataclass(frozen=True)
@@ -97,13 +122,6 @@ DEFAULT_MAPPING = SourceMapping(
 )
 
 
-def _epoch_day(days: int) -> str | int:
-    try:
-        return (EPOCH + dt.timedelta(days=days)).isoformat()
-    except OverflowError:
-        return days  # out of any calendar: validation rejects it
-
-
 def parse_mappings(value: Any) -> dict[str, SourceMapping]:
     """The settings file's ``debezium``: ``{source: {tables: {name: {entity, columns, defaults}},
     position_offset}}``. Raises ValueError naming the source, the table and the rule."""
@@ -135,11 +153,12 @@ def _table(spec: Any, where: str) -> Table:
         raise ValueError(f"{where}.entity is not one of {', '.join(sorted(Entity))}")
     entity = Entity(spec["entity"])
     columns, defaults = spec.get("columns", {}), spec.get("defaults", {})
-    for part, mapping in (("columns", columns), ("defaults", defaults)):
+    for part, mapping, extra in (("columns", columns, {"event_time"}), ("defaults", defaults, set())):
         if not isinstance(mapping, dict):
             raise ValueError(f"{where}.{part} is not an object keyed by contract field")
-        if unknown := sorted(set(mapping) - set(_CONTRACT[entity])):
+        if unknown := sorted(set(mapping) - set(_CONTRACT[entity]) - extra):
             raise ValueError(f"{where}.{part}: {unknown[0]!r} is not a field of {entity}")
-    if bad := [c for c in columns.values() if not isinstance(c, str) or not _COLUMN.fullmatch(c)]:
+    read = {name: parse_column(c, name, f"{where}.columns.{name}") for name, c in columns.items()}
+    if bad := [c.name for c in read.values() if not isinstance(c.name, str) or not _COLUMN.fullmatch(c.name)]:
         raise ValueError(f"{where}.columns: {bad[0]!r} is not a column name")
-    return Table(entity, dict(columns), dict(defaults))
+    return Table(entity, read, dict(defaults))

@@ -5,6 +5,7 @@ events, seed-000 documents, adapted lines and the settings file. Pure."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
@@ -70,11 +71,12 @@ def exact_integer(value: Any) -> int | None:
     return None
 
 
-def loads(text: str) -> Any:
+def loads(text: str, parse_float: Callable[[str], Any] | None = None) -> Any:
     """``json.loads`` that rejects duplicated keys (:class:`DuplicateKey`) and nesting it cannot
-    follow (:class:`TooDeep`), both ``ValueError``; a number's float keeps whether its text is
-    exactly an integer (:func:`exact_integer`)."""
+    follow (:class:`TooDeep`), both ``ValueError``. By default a number's float keeps whether its
+    text is exactly an integer (:func:`exact_integer`); ``parse_float`` reads a number with a
+    fraction or an exponent from its text instead, as json's hook."""
     try:
-        return json.loads(text, object_pairs_hook=_unique_object, parse_float=_number)
+        return json.loads(text, object_pairs_hook=_unique_object, parse_float=parse_float or _number)
     except RecursionError:
         raise TooDeep() from None

@@ -24,7 +24,7 @@ from replay_assets.core.plan import refuse_partial_backfill
 from replay_assets.core.status import DateStatus
 from replay_assets.entrypoints.arguments import DAY, instant, name_of
 from replay_assets.entrypoints.environment import settings_from_environment
-from replay_assets.entrypoints.land_input import delivery_input, unmapped_report
+from replay_assets.entrypoints.land_input import delivery_input, rejection_report, unmapped_report
 from replay_assets.entrypoints.progress import progress
 from replay_assets.entrypoints.report import print_table
 from replay_assets.entrypoints.warehouse_commands import cmd_export, cmd_recovery, cmd_status
@@ -139,7 +139,7 @@ def cmd_land(args: argparse.Namespace) -> int:
         source_records=records,
     )
     print(f"{'landed' if written else 'already landed (identical delivery)'} batch {batch_id}: {path}")
-    for line in unmapped_report(records):
+    for line in [*unmapped_report(records), *rejection_report(lines, settings, args.source)]:
         print(line)
     return 0
 

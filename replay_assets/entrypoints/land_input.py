@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import BinaryIO
@@ -15,8 +16,10 @@ from replay_assets.core import debezium, strict_json
 from replay_assets.core.adapters import Adapter, adapt_lines, adapter_for, seed000_batch
 from replay_assets.core.config import Settings
 from replay_assets.core.errors import ErrorCode, RejectReason, ReplayError
-from replay_assets.core.events import canonical_json, jsonl_lines, sha256_text
+from replay_assets.core.events import Rejection, canonical_json, jsonl_lines, parse_event, sha256_text
+from replay_assets.storage.db.clock import real_now
 from replay_assets.storage.landing.files import text_lines
+from replay_assets.usecases.land import contract_context
 
 
 def delivery_input(
@@ -160,3 +163,22 @@ def unmapped_report(records: list[str]) -> list[str]:
     if tombstones:
         out.append(f"{tombstones} Kafka tombstones (null values after deletes) carry no change: no event")
     return out
+
+
+def rejection_report(lines: list[str], settings: Settings, source: str) -> list[str]:
+    """How many of the delivery's events the contract's per-event rules will reject when its
+    load date is applied, by reason with the first line of each: a mapping problem shows at
+    ``land``, before ``run``. What only the warehouse can judge (duplicates, conflicts) is not
+    counted here."""
+    ctx = contract_context(settings, settings.fixed_now or real_now(), source)
+    first: dict[str, str] = {}
+    counts: Counter[str] = Counter()
+    for number, line in enumerate(lines, 1):
+        outcome = parse_event(line, ctx)
+        if isinstance(outcome, Rejection):
+            counts[outcome.reason] += 1
+            first.setdefault(outcome.reason, f"line {number}: {outcome.detail}")
+    if not counts:
+        return []
+    out = [f"{counts.total()} of {len(lines)} events will be rejected when the load date is applied:"]
+    return out + [f"  {reason}: {n} (first: {first[reason]})" for reason, n in sorted(counts.items())]

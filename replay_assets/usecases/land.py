@@ -3,10 +3,12 @@ its manifest (sha256, counts) in the same pass, in one writer transaction."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections.abc import Mapping, Sequence
 
 from replay_assets.core import retention
+from replay_assets.core.config import Settings
 from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.events import ValidationContext
 from replay_assets.core.manifest import Manifest
@@ -120,12 +122,16 @@ def _land_batch(
 
 
 def validation_context(pipeline: Pipeline, manifest: Manifest) -> ValidationContext:
-    settings = pipeline.settings
+    ctx = contract_context(pipeline.settings, pipeline.now(), manifest.source)
+    return dataclasses.replace(ctx, seq_low=manifest.seq_low, seq_high=manifest.seq_high)
+
+
+def contract_context(settings: Settings, now: dt.datetime, source: str) -> ValidationContext:
+    """What the contract's per-event rules read from the settings for ``source`` at ``now``:
+    the business-date window, the line limit and the source's upcasters."""
     return ValidationContext(
         dt.date.fromisoformat(settings.business_date_start),
-        settings.business_date_end(pipeline.now()),
-        seq_low=manifest.seq_low,
-        seq_high=manifest.seq_high,
+        settings.business_date_end(now),
         max_line_bytes=settings.limits.line_bytes,
-        upcasters=settings.upcasters.get(manifest.source, {}),
+        upcasters=settings.upcasters.get(source, {}),
     )
