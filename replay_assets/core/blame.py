@@ -32,7 +32,7 @@ def late_conflict_reason(chain: Sequence[DatePlan], blocked_day: str, detail: st
     ``blocked_day`` with ``detail``: the late batches are named first, then the way out."""
     first, last = chain[0].load_date, chain[-1].load_date
     culprits = late_culprits(chain, blocked_day)
-    if not culprits:  # no late batch on record (e.g. a home older than its reconciliation)
+    if not culprits:  # none on record: the chain's own words
         return (
             f"re-applying {first}..{last} for its late delivery: load date {blocked_day} is blocked: {detail}"
         )

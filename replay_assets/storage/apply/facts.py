@@ -18,7 +18,7 @@ LATEST_ATTEMPTS = """
     SELECT load_date, identity, status, reason FROM load_date_attempts
     QUALIFY row_number() OVER (PARTITION BY load_date, identity ORDER BY attempted_at DESC, seq DESC) = 1"""
 
-# batches an application of their load date counted: a late one is not among them until it is
+# batches an application of their load date counted: a late batch is not, until one counts it
 COUNTED = "SELECT batch_id FROM reconciliation WHERE status = 'APPLIED'"
 
 
