@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from replay_assets.core import retention
 from replay_assets.core.errors import ErrorCode
@@ -63,6 +63,7 @@ class WarehouseFacts:
     landed: Mapping[str, str] = field(default_factory=dict)
     pointer: str = ""  # the newest certified load date: a failed gate is retried once it moves
     pruned_through: str = ""  # the newest load date behind the replay horizon (core/retention.py)
+    counted: frozenset[str] = frozenset()  # batches an application of their load date counted
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,7 @@ class DatePlan:
     batches: tuple[Delivery, ...]
     attempt_key: str = ""  # identity + file fingerprints: a failed verification is keyed by it
     gate_key: str = ""  # attempt key + the certified pointer: a failed gate is keyed by it
+    late: tuple[Delivery, ...] = ()  # of an applied date: its batches that application never counted
 
     @property
     def problem(self) -> bool:
@@ -223,6 +225,7 @@ def _plan_date(
         batches=active,
         attempt_key=attempt_key,
         gate_key=gate_key,
+        late=tuple(d for d in active if d.batch_id not in facts.counted) if day in facts.applied else (),
     )
 
 
@@ -272,15 +275,7 @@ def _progress(plans: list[DatePlan]) -> list[DatePlan]:
     stopped_at: str | None = None
     for plan in plans:
         if stopped_at is not None and plan.status in PROGRESSING:
-            plan = DatePlan(
-                plan.load_date,
-                DateStatus.DELAYED,
-                reason=f"waiting behind load date {stopped_at}",
-                identity=plan.identity,
-                batches=plan.batches,
-                attempt_key=plan.attempt_key,
-                gate_key=plan.gate_key,
-            )
+            plan = replace(plan, status=DateStatus.DELAYED, reason=f"waiting behind load date {stopped_at}")
         elif stopped_at is None and plan.status in STOPPING:
             stopped_at = plan.load_date
         out.append(plan)

@@ -14,6 +14,7 @@ from dataclasses import replace
 from typing import Any
 
 from replay_assets.core import retention
+from replay_assets.core.blame import late_conflict_reason
 from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.plan import DatePlan
 from replay_assets.core.status import ApplyOutcome, DateStatus, PartitionStatus
@@ -233,10 +234,8 @@ def _block_chain(
     pipeline: Pipeline, unit: Unit, *, chain: list[DatePlan], blocked: ApplyResult
 ) -> tuple[dict[str, Any], str | None]:
     """A later date of the chain broke the contract with the late delivery in place (e.g. an event
-    id it reuses with other content): nothing of the chain applies; the late date is BLOCKED."""
-    reason = (
-        f"re-applying {chain[0].load_date}..{chain[-1].load_date} for its late delivery: "
-        f"load date {blocked.load_date} is blocked: {blocked.reasons[0]}"
-    )
+    id it reuses with other content): nothing of the chain applies; the late date is BLOCKED,
+    blamed on its late batch (``core/blame.py``)."""
+    reason = late_conflict_reason(chain, blocked.load_date, blocked.reasons[0])
     unit.record_attempt(chain[0], status=PartitionStatus.BLOCKED, reason=reason, now=pipeline.now())
     return to_record(ApplyResult(chain[0].load_date, ApplyOutcome.BLOCKED, reasons=(reason,))), None

@@ -1,7 +1,9 @@
 """An operator's decision on a batch that blocks its load date, audited with who and why.
 
 - ``skip``: the date applies without the batch. A batch that blocks nothing is refused: skipping
-  a healthy batch would apply its load date without its events.
+  a healthy batch would apply its load date without its events. A late batch on a sealed date
+  whose chain it blocked (``core/blame.py``) is skipped the same way: the date keeps the input
+  it was certified with, and later dates proceed.
 - ``reland``: a batch the schema gate blocked is landed again under the current settings — after
   an upcaster for its ``schema_version`` was declared (``core/upcast.py``). Its landed rows are
   removed and the next run lands the same verified files again; the blocked attempt stays in
@@ -10,9 +12,10 @@
 
 from __future__ import annotations
 
+from replay_assets.core.blame import names_batch
 from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.plan import DatePlan
-from replay_assets.core.status import DateStatus
+from replay_assets.core.status import DateStatus, PartitionStatus
 from replay_assets.storage.unit import Unit
 from replay_assets.usecases.context import Pipeline
 from replay_assets.usecases.decide import decide_with, plan_for
@@ -59,22 +62,35 @@ def resolve(pipeline: Pipeline, batch_id: str, note: str, operator: str) -> None
             raise ReplayError(ErrorCode.UNKNOWN_BATCH, f"no delivery with batch id {batch_id}")
         days = sorted(delivered | ({known[0]} if known else set()))
         plans = [plan_for(decision, day) for day in days]
-        if not any(_blocks(unit, plan, batch_id) for plan in plans):
+        blocked = [plan.load_date for plan in plans if _blocks(unit, plan, batch_id)]
+        if not blocked:
             states = ", ".join(f"{p.load_date} {p.status}" for p in plans)
             raise ReplayError(
                 ErrorCode.USAGE,
                 f"batch {batch_id} does not block its load date ({states}); only a batch that "
                 "blocks a BLOCKED or BLOCKED_UPSTREAM load date can be skipped",
             )
-        unit.record_skip(batch_id, note=note, operator=operator, now=pipeline.now())
+        now = pipeline.now()
+        unit.record_skip(batch_id, note=note, operator=operator, now=now)
+        # a late batch skipped on a sealed date: the date is back on the input it was certified
+        # with, and nothing will apply it again to say so
+        after, _ = decide_with(pipeline, unit)
+        for day in blocked:
+            if plan_for(after, day).status is DateStatus.APPLIED:
+                reason = f"batch {batch_id} skipped: the input this load date was certified with stands"
+                unit.set_status(
+                    "current_orders", keys=[day], status=PartitionStatus.CERTIFIED, reason=reason, now=now
+                )
 
 
 def _blocks(unit: Unit, plan: DatePlan, batch_id: str) -> bool:
     """Whether ``batch_id`` is what blocks ``plan``'s load date: a contract violation of its
-    own, or its delivery is the one not ready (named by the reason)."""
+    own, a late batch whose chain it blocked, or its delivery is the one not ready (the last
+    two named by the reason, ``core/blame.py``)."""
+    named = names_batch(plan.reason, batch_id)
     if plan.status is DateStatus.BLOCKED:
-        return unit.violated_on(batch_id, plan.load_date) and batch_id in {d.batch_id for d in plan.batches}
+        own = unit.violated_on(batch_id, plan.load_date) or named
+        return own and batch_id in {d.batch_id for d in plan.batches}
     if plan.status is DateStatus.BLOCKED_UPSTREAM:
-        named = any(f"batch {batch_id}{end}" in plan.reason for end in (" ", ":"))
         return any(d.batch_id == batch_id and (d.not_ready or named) for d in plan.batches)
     return False

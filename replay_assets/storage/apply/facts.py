@@ -18,12 +18,16 @@ LATEST_ATTEMPTS = """
     SELECT load_date, identity, status, reason FROM load_date_attempts
     QUALIFY row_number() OVER (PARTITION BY load_date, identity ORDER BY attempted_at DESC, seq DESC) = 1"""
 
+# batches an application of their load date counted: a late batch is not, until one counts it
+COUNTED = "SELECT batch_id FROM reconciliation WHERE status = 'APPLIED'"
+
 
 def warehouse_facts(con: duckdb.DuckDBPyConnection) -> WarehouseFacts:
     applied = dict(con.execute("SELECT load_date, identity FROM load_dates").fetchall())
     blocked = {(d, i): (DateStatus(s), r) for d, i, s, r in con.execute(LATEST_ATTEMPTS).fetchall()}
     skipped = frozenset(r[0] for r in con.execute("SELECT batch_id FROM batch_resolutions").fetchall())
     landed = dict(con.execute("SELECT batch_id, manifest_sha256 FROM manifests").fetchall())
+    counted = con.execute(COUNTED).fetchall()
     return WarehouseFacts(
         applied,
         blocked,
@@ -31,6 +35,7 @@ def warehouse_facts(con: duckdb.DuckDBPyConnection) -> WarehouseFacts:
         landed=landed,
         pointer=certify.pointer(con) or "",
         pruned_through=pruned_through(con),
+        counted=frozenset(r[0] for r in counted),
     )
 
 

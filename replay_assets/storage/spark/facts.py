@@ -35,6 +35,8 @@ class FactsOps(EvidenceOps):
         )
         manifests = self.frame("manifests").select("batch_id", "manifest_sha256")
         landed = {r["batch_id"]: r["manifest_sha256"] for r in self.rows(manifests)}
+        reconciled = self.frame("reconciliation").where(F.col("status") == F.lit("APPLIED"))
+        counted = frozenset(r["batch_id"] for r in self.rows(reconciled.select("batch_id")))
         return WarehouseFacts(
             applied,
             blocked,
@@ -42,6 +44,7 @@ class FactsOps(EvidenceOps):
             landed=landed,
             pointer=self.certified_pointer() or "",
             pruned_through=self.pruned_through(),
+            counted=counted,
         )
 
     def record_attempt(
