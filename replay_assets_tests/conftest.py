@@ -22,6 +22,7 @@ SLOW_MODULES = (
     "test_runbook.py",  # every runbook command, in order
     "test_benchmark_smoke.py",  # the benchmark script as a child
     "storage/test_storage_equals_reference.py",  # random differential against the reference
+    "storage/test_late_conflict.py",  # real CLI backfills build the blocked home
 )
 SLOW_TESTS = (
     "test_fast_path_certifies_only_what_the_oracle_accepts_and_agrees_on_it",  # big hypothesis runs
