@@ -195,6 +195,27 @@ def test_a_directory_in_place_of_the_note_is_refused_by_run_with_the_reason(
     assert json.loads(capsys.readouterr().out)["in_progress"] is None
 
 
+@pytest.mark.parametrize("name", ["warehouse.lock", "run.lock"])
+@pytest.mark.parametrize("kind", ["directory", "symlink"])
+def test_a_lock_file_that_is_no_regular_file_is_refused_and_nothing_is_made_outside(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, kind: str
+) -> None:
+    """SPEC 10 (v4): the home's own files are regular files only, also its lock files: a
+    directory there is a reason (REPLAY_HOME_FILE_REFUSED), never a traceback, and a symlink is
+    never followed to create a file outside the home."""
+    deliver(Pipeline(settings_for(home, NOW)), D1, "b1", [event(1, "o1")])
+    outside = tmp_path / "elsewhere" / "target.lock"
+    outside.parent.mkdir()
+    if kind == "directory":
+        (home / name).mkdir()
+    else:
+        (home / name).symlink_to(outside)
+    assert main(["run", "--home", str(home)]) == 1
+    err = capsys.readouterr().err
+    assert "REPLAY_HOME_FILE_REFUSED" in err and name in err and "Traceback" not in err
+    assert not outside.exists() and not (home / "warehouse.duckdb").exists()
+
+
 @pytest.mark.parametrize(
     ("name", "command", "code"),
     [

@@ -247,6 +247,21 @@ def test_a_seed001_line_naming_a_key_twice_is_kept_for_rejection_never_last_wins
     assert isinstance(outcome, Rejection) and outcome.reason is RejectReason.DUPLICATE_KEY
 
 
+def test_a_line_adapter_never_rewrites_a_number_it_cannot_write_back_exactly() -> None:
+    """SPEC 10, README (upcasters: a lossy value is still rejected): a seed-001 amount written
+    ``75.00000000000000001`` reads as the float 75.0; the adapter's canonical text would say
+    ``75.0``, which ``widen`` narrows. The line is passed on as delivered, and rejected."""
+    good = seed001.baseline_events()[0]
+    lossy = canonical_json(good).replace('"extended_amount":75', '"extended_amount":75.00000000000000001')
+    assert lossy != canonical_json(good)
+    [kept] = adapt_lines(Adapter.SEED001, [lossy])
+    assert kept == lossy
+    assert isinstance(parse_event(kept, CTX), Rejection)
+    exact = canonical_json(good).replace('"extended_amount":75', '"extended_amount":75.0')
+    [mapped] = adapt_lines(Adapter.SEED001, [exact])
+    assert mapped != exact  # a number written back exactly is adapted as before
+
+
 def test_the_resource_reads_its_settings_fields_as_strict_json(tmp_path: Path) -> None:
     """SPEC 10: every JSON the project reads goes through the strict reader, also the settings
     fields a Dagster resource carries (an operator may set them in the launchpad): a version

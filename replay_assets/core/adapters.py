@@ -206,7 +206,8 @@ def adapt_lines(adapter: Adapter, lines: Iterable[str]) -> list[str]:
     for line in lines:
         try:
             obj = strict_json.loads(line)
-            out.append(canonical_json(mapping(obj)))
+            # a number the canonical text would round is left for validation to reject, as delivered
+            out.append(canonical_json(mapping(strict_json.lossless(obj))))
         except (ValueError, KeyError, TypeError, AttributeError, RecursionError, OverflowError, OSError):
             out.append(line)
     return out

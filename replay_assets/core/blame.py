@@ -15,10 +15,19 @@ from collections.abc import Sequence
 
 from replay_assets.core.plan import DatePlan, Delivery
 
+CONFLICTS = " conflicts with load date "
+
 
 def names_batch(reason: str, batch_id: str) -> bool:
     """Whether a load date's reason blames ``batch_id`` (``batch ID`` then a space or a colon)."""
     return any(f"batch {batch_id}{end}" in reason for end in (" ", ":"))
+
+
+def blames_late(reason: str, batch_id: str) -> bool:
+    """Whether ``reason`` (:func:`late_conflict_reason`) names ``batch_id`` as a late culprit:
+    only the names before the conflict count, never a batch its quoted detail mentions."""
+    named, conflicts, _ = reason.partition(CONFLICTS)
+    return bool(conflicts) and f"batch {batch_id} of " in named
 
 
 def late_culprits(chain: Sequence[DatePlan], blocked_day: str) -> list[Delivery]:
@@ -39,9 +48,10 @@ def late_conflict_reason(chain: Sequence[DatePlan], blocked_day: str, detail: st
     named = " and ".join(
         f"batch {d.batch_id} of {d.source}, delivered late for {d.load_date}," for d in culprits
     )
-    ids = " / ".join(d.batch_id for d in culprits)
+    skips = "; ".join(f"resolve --batch-id {d.batch_id} --action skip" for d in culprits)
+    it = "it" if len(culprits) == 1 else "each"
     return (
-        f"{named} conflicts with load date {blocked_day}, which later dates built on: {detail}; "
-        f"skip it (resolve --batch-id {ids} --action skip) or deliver a corrected batch that "
-        f"supersedes it, then backfill --from {first} --to {last}"
+        f"{named}{CONFLICTS}{blocked_day}, which later dates built on: {detail}; "
+        f"skip {it} ({skips}) or deliver a corrected batch that supersedes {it}, "
+        f"then backfill --from {first} --to {last}"
     )

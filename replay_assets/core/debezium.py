@@ -85,7 +85,9 @@ def envelope(message: Any) -> dict[str, Any] | None:
 
 
 def position(source: Mapping[str, Any]) -> int:
-    """The change's place in the source's log: the PostgreSQL LSN or the MySQL binlog coordinates."""
+    """The change's place in the source's log: the PostgreSQL LSN or the MySQL binlog coordinates.
+    ``_OutOfRange`` when there is none the contract can number: a mapped table's change without
+    its place in the log cannot be ordered, so its file is refused, never landed without it."""
     for name in ("lsn", "seq"):  # PostgreSQL's LSN; ``seq``, SPEC 2.2's generic position
         if _is_count(source.get(name)):
             return int(source[name])
@@ -93,11 +95,11 @@ def position(source: Mapping[str, Any]) -> int:
     if isinstance(file, str) and _is_count(pos) and _is_count(row):
         number = _BINLOG_NUMBER.fullmatch(file)
         if number is None:
-            raise Unmappable(f"binlog file {file!r} has no number")
+            raise _OutOfRange(f"binlog file {strict_json.shown(file)} has no number")
         if pos + row >= BINLOG_STRIDE:
-            raise Unmappable("binlog position beyond 2**32 within one file")
+            raise _OutOfRange("binlog position beyond 2**32 within one file")
         return int(number.group(1)) * BINLOG_STRIDE + pos + row
-    raise Unmappable("source has no position (source.lsn, source.seq, or source.file and source.pos)")
+    raise _OutOfRange("source has no position (source.lsn, source.seq, or source.file and source.pos)")
 
 
 def to_native(
@@ -109,13 +111,13 @@ def to_native(
     Raises :class:`Unmappable` for this record, ``_OutOfRange`` (:func:`numbered`) for the file."""
     op = event.get("op")
     if op not in OPS:
-        raise Unmappable(f"op {op!r} is not one of c, u, d, r")
+        raise Unmappable(f"op {_shown(op)} is not one of c, u, d, r")
     source = event["source"]
     name, table = mapping.table(source)
     at = numbered(position(source), seq, mapping.position_offset)
     row = event.get("before") if op == "d" else event.get("after")
     if not isinstance(row, dict):
-        raise Unmappable(f"op {op!r} without its {'before' if op == 'd' else 'after'} image")
+        raise Unmappable(f"op {_shown(op)} without its {'before' if op == 'd' else 'after'} image")
     schemas = row_schemas(schema, "before" if op == "d" else "after")
     image = table.image(row, schemas)
     native: dict[str, Any] = {
@@ -181,7 +183,8 @@ def adapt(messages: Sequence[Any], mapping: SourceMapping) -> list[tuple[dict[st
             out.append((None, str(bad)))
         except _OutOfRange as refused:
             raise PositionOutOfRange(number, str(refused)) from None
-        except (KeyError, TypeError, AttributeError) as bad:
+        except (KeyError, TypeError, AttributeError, ValueError, ArithmeticError) as bad:
+            # whatever a record holds, it is rejected with a reason: the file's other records land
             out.append((None, f"malformed change event ({type(bad).__name__})"))
     return out
 
@@ -247,7 +250,7 @@ def _snapshot_at(event: Mapping[str, Any], mapping: SourceMapping) -> int | None
     says why)."""
     try:
         return position(event["source"]) - mapping.position_offset
-    except (Unmappable, KeyError, TypeError):
+    except (Unmappable, _OutOfRange, KeyError, TypeError):
         return None
 
 
@@ -280,6 +283,11 @@ def _event_time(event: Mapping[str, Any]) -> str:
     except OverflowError:
         raise Unmappable("commit time (source.ts_ms or ts_ms) is beyond the year 9999") from None
     return f"{moment:%Y-%m-%dT%H:%M:%S}.{ms % 1000:03d}Z"
+
+
+def _shown(value: Any) -> str:
+    """A value from the record as a reason shows it: bounded text, or its JSON type."""
+    return strict_json.shown(value) if isinstance(value, str) else type(value).__name__
 
 
 def _is_count(value: Any) -> TypeGuard[int]:

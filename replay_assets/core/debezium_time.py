@@ -43,9 +43,8 @@ def business_date(value: Any, logical: str | None, time_zone: str | None, where:
         except OverflowError:
             raise BadValue(f"{where} is a day outside the calendar") from None
     if logical in EPOCH_DIGITS or logical == ZONED:
-        moment = _moment(value, logical, where)
         zone = zoneinfo.ZoneInfo(time_zone) if time_zone else dt.UTC
-        return moment.astimezone(zone).date().isoformat()
+        return _in_zone(_moment(value, logical, where), zone, where).date().isoformat()
     return value
 
 
@@ -58,7 +57,7 @@ def instant(value: Any, logical: str | None, where: str) -> str | None:
         fraction = value % 10**digits
         return f"{moment:%Y-%m-%dT%H:%M:%S}.{fraction:0{digits}d}Z"
     if logical == ZONED:
-        moment = _moment(value, logical, where).astimezone(dt.UTC)
+        moment = _in_zone(_moment(value, logical, where), dt.UTC, where)
         return moment.isoformat(timespec="microseconds").replace("+00:00", "Z")
     return None
 
@@ -77,6 +76,15 @@ def _moment(value: Any, logical: str | None, where: str) -> dt.datetime:
     seconds = value // 10 ** EPOCH_DIGITS[str(logical)]
     try:
         return EPOCH + dt.timedelta(seconds=seconds)
+    except OverflowError:
+        raise BadValue(f"{where} is an instant outside the years 1..9999") from None
+
+
+def _in_zone(moment: dt.datetime, zone: dt.tzinfo, where: str) -> dt.datetime:
+    """The instant in ``zone``; one that leaves the calendar there (the first or last hours of
+    the years 1..9999) is refused like any instant outside them."""
+    try:
+        return moment.astimezone(zone)
     except OverflowError:
         raise BadValue(f"{where} is an instant outside the years 1..9999") from None
 

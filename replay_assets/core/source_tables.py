@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from replay_assets.core import strict_json
 from replay_assets.core.debezium_time import BadValue
 from replay_assets.core.debezium_values import (
     Column,
@@ -97,7 +98,9 @@ class SourceMapping:
         or database is another table, never merged into a mapped one."""
         name = full_name(source)
         if name not in self.tables:
-            raise Unmappable(f"table {name!r} is not mapped (mapped: {', '.join(sorted(self.tables))})")
+            raise Unmappable(
+                f"table {strict_json.shown(name)} is not mapped (mapped: {', '.join(sorted(self.tables))})"
+            )
         return name, self.tables[name]
 
 

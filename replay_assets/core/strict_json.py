@@ -59,6 +59,16 @@ def _number(text: str) -> float:
     return value
 
 
+def lossless(value: Any) -> Any:
+    """``value`` when writing it back as JSON gives the numbers its text said; ValueError when it
+    holds a :class:`RoundedToInteger` (its float would be written as the integer it is not)."""
+    if isinstance(value, RoundedToInteger):
+        raise ValueError("a number is not exactly the integer its float reads as")
+    for item in value.values() if isinstance(value, dict) else value if isinstance(value, list) else ():
+        lossless(item)
+    return value
+
+
 def exact_integer(value: Any) -> int | None:
     """The integer a JSON number denotes exactly, else None: an ``int`` (never a bool), or a
     float whose decimal text is an integer (``2.0``, ``1e2``; not ``100.0000000000000001``)."""

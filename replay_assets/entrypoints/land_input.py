@@ -148,8 +148,8 @@ def open_input(path: Path) -> BinaryIO:
 
 
 def unmapped_report(records: list[str]) -> list[str]:
-    """What the adapter could not map (landed as delivered, for validation to reject) and the
-    Kafka tombstones it skipped, in a line or two; the source records keep every detail."""
+    """What the adapter could not map (a marker line validation rejects; the record as delivered
+    stays in the source records) and the Kafka tombstones it skipped, in a line or two."""
     found = [json.loads(r) for r in records]
     failed = [r for r in found if r["reason"]]
     tombstones = sum(1 for r in found if r["line"] is None)

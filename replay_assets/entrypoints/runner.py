@@ -18,6 +18,7 @@ import dagster as dg
 from replay_assets.core.config import SettingsError
 from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.defs.resources import ReplayResource
+from replay_assets.storage.db.home_files import open_lock
 from replay_assets.storage.landing import prefetch
 from replay_assets.storage.landing.deliveries import atomic_replace
 from replay_assets.usecases.context import Pipeline
@@ -118,7 +119,7 @@ def _install(target: Path, content: bytes) -> None:
 def exclusive_run(home: Path) -> Iterator[None]:
     """One ``run`` per home at a time (so a STARTED run found at start is truly orphaned)."""
     home.mkdir(parents=True, exist_ok=True)
-    fd = os.open(home / "run.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    fd = open_lock(home, "run.lock")
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from replay_assets.core.blame import names_batch
+from replay_assets.core.blame import blames_late, names_batch
 from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.plan import DatePlan
 from replay_assets.core.status import DateStatus, PartitionStatus
@@ -87,10 +87,10 @@ def _blocks(unit: Unit, plan: DatePlan, batch_id: str) -> bool:
     """Whether ``batch_id`` is what blocks ``plan``'s load date: a contract violation of its
     own, a late batch whose chain it blocked, or its delivery is the one not ready (the last
     two named by the reason, ``core/blame.py``)."""
-    named = names_batch(plan.reason, batch_id)
     if plan.status is DateStatus.BLOCKED:
-        own = unit.violated_on(batch_id, plan.load_date) or named
+        own = unit.violated_on(batch_id, plan.load_date) or blames_late(plan.reason, batch_id)
         return own and batch_id in {d.batch_id for d in plan.batches}
     if plan.status is DateStatus.BLOCKED_UPSTREAM:
+        named = names_batch(plan.reason, batch_id)
         return any(d.batch_id == batch_id and (d.not_ready or named) for d in plan.batches)
     return False

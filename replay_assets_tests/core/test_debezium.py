@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -144,8 +145,10 @@ def _message(op: str = "c", **source: Any) -> dict[str, Any]:
         (_message("t"), "op 't' is not one of c, u, d, r"),
         (_message(table="invoices"), "table 'inventory.invoices' is not mapped"),
         ({**_message(), "after": None}, "op 'c' without its after image"),
-        (_message(lsn=None), "source has no position"),
-        (_message(file="mysql-bin", pos=4, lsn=None), "binlog file 'mysql-bin' has no number"),
+        (
+            _message("x" * 100_000),
+            'op "' + "x" * 80 + '" is not one of',
+        ),  # a reason is bounded, whatever the record holds
         ({"op": "c", "after": {}}, "not a Debezium change event"),
         ("[1, 2]", "not a Debezium change event"),
         ('{"op": "c", "op": "d"}', "not readable: an object has the key 'op' twice"),
@@ -160,6 +163,23 @@ def test_a_record_that_cannot_be_mapped_is_landed_as_delivered_and_rejected(
     rejection = parse_event(native[0], CTX)  # validation rejects it with the reason: nothing is dropped
     assert isinstance(rejection, Rejection) and reason in rejection.detail
     assert reason in found[0]["reason"] and found[0]["line"] == 1 and found[0]["envelope"] == line
+
+
+@pytest.mark.parametrize(
+    ("message", "reason"),
+    [
+        (_message(lsn=None), "source has no position"),
+        (_message(file="mysql-bin", pos=4, lsn=None), "binlog file 'mysql-bin' has no number"),
+        (_message(file="mysql-bin.000003", pos=2**32 - 1, row=1, lsn=None), "beyond 2**32 within one file"),
+    ],
+)
+def test_a_mapped_change_without_a_position_the_contract_can_number_refuses_the_file(
+    message: dict[str, Any], reason: str
+) -> None:
+    """SPEC 10 (v4): a source position that cannot be mapped into the contract refuses the file
+    at ``land``; it never turns into rejected rows of a certified date."""
+    with pytest.raises(debezium.PositionOutOfRange, match=re.escape(reason)):
+        debezium.adapt_file([json.dumps(_message()), json.dumps(message)], MAPPING)
 
 
 def test_the_position_offset_rebases_and_a_position_below_it_is_refused() -> None:

@@ -257,3 +257,36 @@ def test_a_declared_mapping_decodes_the_image_and_the_event_time_and_round_trips
     ]
     missing = debezium.adapt([change({k: v for k, v in after.items() if k != "updated_at"})], mapping)
     assert missing == [(None, "event_time (column 'updated_at') is not in the row")]
+
+
+EDGE_ZONES = st.sampled_from([None, "UTC", "Pacific/Kiritimati", "Pacific/Pago_Pago", "America/New_York"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    logical=st.sampled_from([ZONED, "io.debezium.time.Timestamp", "io.debezium.time.NanoTimestamp"]),
+    value=st.one_of(
+        st.integers(-(10**22), 10**22),
+        st.sampled_from(
+            [
+                "9999-12-31T23:00:00-05:00",
+                "0001-01-01T01:00:00+05:00",
+                "9999-12-31T23:59:59+00:00",
+                "0001-01-01T00:00:00+00:00",
+            ]
+        ),
+        st.datetimes(timezones=st.timezones()).map(lambda d: d.isoformat()),
+    ),
+    time_zone=EDGE_ZONES,
+    field=st.sampled_from(["business_date", "event_time"]),
+)
+def test_any_instant_near_the_calendar_edges_decodes_or_is_refused(
+    logical: str, value: Any, time_zone: str | None, field: str
+) -> None:
+    """SPEC 10 (v4): an instant whose day leaves the calendar in the declared zone (the first or
+    last hours of the years 1..9999) is refused with the reason, never an OverflowError."""
+    column = Column("at", time_zone=time_zone if field == "business_date" else None)
+    try:
+        decode(field, column, value, FieldSchema(logical))
+    except BadValue as bad:
+        assert "at" in str(bad)

@@ -16,7 +16,7 @@ import os
 import time
 from pathlib import Path
 
-from replay_assets.storage.db.home_files import read_own_file, write_own_file
+from replay_assets.storage.db.home_files import open_lock, read_own_file, write_own_file
 
 STATE_FILE = "clock.json"
 MAX_ELAPSED_SECONDS = 100 * 365 * 86400.0  # beyond, a damaged clock (not a timeline) to start again
@@ -48,8 +48,7 @@ class VirtualClock:
     def sleep(self, seconds: float) -> None:
         """Advance the virtual time (serialised across processes by a lock on the state file)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-        fd = os.open(self.path.with_suffix(".lock"), flags, 0o644)
+        fd = open_lock(self.path.parent, self.path.with_suffix(".lock").name)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             state = {"start": self.start.isoformat(), "elapsed_seconds": self._elapsed() + seconds}

@@ -8,6 +8,7 @@ directory, a FIFO or a link there is not something to work around."""
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -44,6 +45,29 @@ def read_own_file(home: Path, name: str, limit: int = OWN_FILE_BYTES) -> bytes |
             f"{refused}: the files the project keeps in its home are read only as regular files of "
             f"at most {limit} bytes; remove it (the project writes it again when it needs it)",
         ) from None
+
+
+def open_lock(home: Path, name: str) -> int:
+    """A descriptor of the home's lock file ``name`` (created when missing), to ``flock``. Opened
+    never through a symlink (it would create a file outside the home) and non-blocking; anything
+    but a regular file there is refused (REPLAY_HOME_FILE_REFUSED), never a traceback."""
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open(Path(home) / name, flags, 0o644)
+    except OSError as error:  # ELOOP for a symlink, EISDIR for a directory
+        raise _refused(name, error.strerror or type(error).__name__) from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise _refused(name, "not a regular file")
+    return fd
+
+
+def _refused(name: str, why: str) -> ReplayError:
+    return ReplayError(
+        ErrorCode.HOME_FILE_REFUSED,
+        f"{name} in the home cannot be opened as the project's lock file ({why}): remove it "
+        "(the project creates it again)",
+    )
 
 
 def write_own_file(home: Path, name: str, data: bytes) -> None:

@@ -24,6 +24,7 @@ import duckdb
 import polars as pl
 
 from replay_assets.core.errors import ErrorCode, ReplayError
+from replay_assets.storage.db.home_files import open_lock
 from replay_assets.storage.db.migrations import MIGRATIONS
 from replay_assets.storage.landing import segments
 
@@ -135,7 +136,7 @@ class Warehouse:
     @contextmanager
     def _open(self, timeout: float | None) -> Iterator[duckdb.DuckDBPyConnection]:
         self.home.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = open_lock(self.home, self.lock_path.name)
         try:
             wait = self.busy_timeout if timeout is None else timeout
             deadline = time.monotonic() + wait
