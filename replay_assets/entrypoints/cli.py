@@ -139,8 +139,10 @@ def cmd_land(args: argparse.Namespace) -> int:
         source_records=records,
     )
     print(f"{'landed' if written else 'already landed (identical delivery)'} batch {batch_id}: {path}")
-    for line in [*unmapped_report(records), *rejection_report(lines, settings, args.source)]:
-        print(line)
+    if args.adapter not in (None, Adapter.NATIVE, Adapter.PARQUET):  # what an adapter mapped
+        now = Pipeline(settings).now()
+        for line in [*unmapped_report(records), *rejection_report(lines, settings, args.source, now)]:
+            print(line)
     return 0
 
 

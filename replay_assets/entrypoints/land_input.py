@@ -5,6 +5,7 @@ one batch of a seed-000 document)."""
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import hashlib
 import json
 from collections import Counter
@@ -17,7 +18,6 @@ from replay_assets.core.adapters import Adapter, adapt_lines, adapter_for, seed0
 from replay_assets.core.config import Settings
 from replay_assets.core.errors import ErrorCode, RejectReason, ReplayError
 from replay_assets.core.events import Rejection, canonical_json, jsonl_lines, parse_event, sha256_text
-from replay_assets.storage.db.clock import real_now
 from replay_assets.storage.landing.files import text_lines
 from replay_assets.usecases.land import contract_context
 
@@ -165,12 +165,12 @@ def unmapped_report(records: list[str]) -> list[str]:
     return out
 
 
-def rejection_report(lines: list[str], settings: Settings, source: str) -> list[str]:
+def rejection_report(lines: list[str], settings: Settings, source: str, now: dt.datetime) -> list[str]:
     """How many of the delivery's events the contract's per-event rules will reject when its
-    load date is applied, by reason with the first line of each: a mapping problem shows at
-    ``land``, before ``run``. What only the warehouse can judge (duplicates, conflicts) is not
-    counted here."""
-    ctx = contract_context(settings, settings.fixed_now or real_now(), source)
+    load date is applied (``now``: the home's clock), by reason with the first line of each: a
+    mapping problem shows at ``land``, before ``run``. What only the warehouse can judge
+    (duplicates, conflicts) is not counted here."""
+    ctx = contract_context(settings, now, source)
     first: dict[str, str] = {}
     counts: Counter[str] = Counter()
     for number, line in enumerate(lines, 1):
