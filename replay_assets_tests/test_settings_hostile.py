@@ -419,3 +419,26 @@ def test_an_unreachable_spark_server_is_a_clear_error_within_the_deadline(
     assert "REPLAY_WAREHOUSE_UNREACHABLE" in done.stderr and "REPLAY_ASSETS_SPARK_REMOTE" in done.stderr
     assert "Traceback" not in done.stderr
     assert elapsed < 2 + 30  # the deadline, plus the interpreter's and pyspark's start
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "key"),
+    [
+        ("retention_load_dates", 0, "retention_load_dates"),
+        ("lock_timeout_seconds", float("nan"), "lock_timeout_seconds"),
+        ("future_tolerance_days", 10**9, "future_tolerance_days"),
+        ("limits_json", '{"line_bytes": 0}', "limits.line_bytes"),
+        ("slo_json", '{"freshness_minutes": "abc"}', "slo.freshness_minutes"),
+        ("spark_remote", "sc://", "spark_remote"),
+    ],
+)
+def test_the_dagster_resources_fields_pass_the_one_settings_schema(
+    tmp_path: Path, field: str, value: object, key: str
+) -> None:
+    """SPEC 10 (v4): every settings value is type and range checked when read, also the fields of
+    the Dagster resource an operator may edit in the launchpad: refused naming the key."""
+    resource = ReplayResource.for_settings(settings_from({}, str(tmp_path), None))
+    edited = ReplayResource(**{**resource.__dict__, field: value})
+    with pytest.raises(SettingsError, match=re.escape(key)):
+        edited.settings()
+    assert resource.settings() == settings_from({}, str(tmp_path), None)

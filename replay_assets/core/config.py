@@ -147,6 +147,21 @@ def _config(text: str | None) -> dict[str, Any]:
     return cfg
 
 
+def settings_of(home: Path, values: Mapping[str, Any]) -> Settings:
+    """Settings from values in their file form (a Dagster resource's fields, which an operator
+    may edit in the launchpad), each checked against :data:`SCHEMA` as the file's are; None
+    (or empty text for an optional value) is the default. Raises :class:`SettingsError`."""
+    checked: dict[str, Any] = {}
+    for key, setting in SCHEMA.items():
+        value = values.get(key)
+        unset = value is None or (value == "" and setting.optional)
+        try:
+            checked[key] = setting.default if unset else setting.kind.check(value, key)
+        except (ValueError, TypeError) as bad:
+            raise SettingsError(f"settings (the Dagster resource's fields): {bad}") from None
+    return Settings(home=home, **checked)
+
+
 def _values(env: Mapping[str, str], cfg: Mapping[str, Any]) -> dict[str, Any]:
     """Each setting's value: its environment variable (an empty one counts as unset), else the
     file's, else the default; all but the default are checked, named as the operator wrote them."""

@@ -7,11 +7,8 @@ from pathlib import Path
 import dagster as dg
 
 from replay_assets.core import strict_json
-from replay_assets.core.config import Settings, slo_policy
-from replay_assets.core.debezium import parse_mappings
-from replay_assets.core.manifest import Limits, parse_instant
+from replay_assets.core.config import SCHEMA, Settings, settings_of
 from replay_assets.core.retention import DEFAULT_RETENTION_LOAD_DATES
-from replay_assets.core.upcast import parse_upcasters
 from replay_assets.usecases.context import Pipeline
 
 
@@ -73,29 +70,12 @@ class ReplayResource(dg.ConfigurableResource):  # type: ignore[type-arg]
         )
 
     def settings(self) -> Settings:
-        return Settings(
-            home=Path(self.home),
-            load_date_start=self.load_date_start,
-            business_date_start=self.business_date_start,
-            future_tolerance_days=self.future_tolerance_days,
-            sources=strict_json.loads(self.sources_json) if self.sources_json else None,
-            fixed_now=parse_instant(self.fixed_now, "fixed_now") if self.fixed_now else None,
-            limits=Limits(**strict_json.loads(self.limits_json)),
-            lock_timeout_seconds=self.lock_timeout_seconds,
-            fail_point=self.fail_point,
-            fail_once=self.fail_once,
-            retry_backoff_seconds=self.retry_backoff_seconds,
-            slo=slo_policy(strict_json.loads(self.slo_json)),
-            sensor_interval_seconds=self.sensor_interval_seconds,
-            retention_load_dates=self.retention_load_dates,
-            upcasters=parse_upcasters(strict_json.loads(self.upcasters_json)),
-            debezium=parse_mappings(strict_json.loads(self.debezium_json)),
-            dagster_yaml=Path(self.dagster_yaml) if self.dagster_yaml is not None else None,
-            warehouse=self.warehouse,
-            spark_remote=self.spark_remote,
-            delta_root=self.delta_root,
-            spark_connect_timeout_seconds=self.spark_connect_timeout_seconds,
-        )
+        """The resource's fields as settings, every value checked by the one settings schema."""
+        parsed = {"sources": self.sources_json or None, "limits": self.limits_json, "slo": self.slo_json}
+        parsed |= {"upcasters": self.upcasters_json, "debezium": self.debezium_json}
+        values = {key: strict_json.loads(text) if text else None for key, text in parsed.items()}
+        fields = {key: getattr(self, key) for key in SCHEMA if key not in values and hasattr(self, key)}
+        return settings_of(Path(self.home), {**fields, **values})
 
     def pipeline(self) -> Pipeline:
         return Pipeline(self.settings())
