@@ -35,6 +35,11 @@ SLOW_TESTS = (
     "test_a_killed_run_is_marked_failed_on_postgres_and_its_slots_freed",  # a child killed
     "test_instance_setting_errors_name_the_variable_never_the_url",  # dagster-postgres retries
     "test_the_ui_records_its_sample_on_the_named_instance",  # the seed 003 sample
+    "test_run_in_homes_named_like_globs_serves_each_its_own_rows",  # three homes through the CLI
+    "test_two_homes_side_by_side_each_see_only_their_own_rows",  # two homes an example
+    "test_a_fifo_among_the_home_files_never_hangs_a_command",  # commands as children
+    "test_an_unreachable_spark_server_is_a_clear_error_within_the_deadline",  # children, deadlines
+    "test_a_connector_in_its_own_settings_lands_and_applies_exactly",  # land, run, export a fixture
     "test_backfill_runs_with_the_default_relative_home",  # `dagster job backfill` as a child
 )
 
