@@ -117,6 +117,13 @@ SLOW_TESTS = (
     "test_a_delivery_refused_after_its_last_chunk_leaves_the_workers_clean",
     "test_worker_processes_land_what_the_landing_process_lands",
     "test_a_long_lived_process_keeps_a_bounded_number_of_files_open",
+    # storage/test_certify.py (400 hypothesis examples), test_published.py, test_retention.py
+    "test_the_grammar_certifies_only_what_the_oracle_accepts_and_agrees_on_it",
+    "test_a_reader_holding_published_duckdb_never_blocks_a_full_run",
+    "test_published_views_show_only_certified_rows",
+    "test_what_reaches_behind_the_horizon_is_refused_with_the_reason",
+    "test_published_duckdb_answers_as_of_inside_the_horizon_and_refuses_behind_it",
+    "test_the_pruned_dates_keep_their_evidence_and_the_state_stays_exact",
 )
 
 
