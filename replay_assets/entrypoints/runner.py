@@ -30,6 +30,7 @@ from replay_assets.usecases.sensor_cursors import cursor, save_cursor
 SENSORS = ("source_manifest_sensor", "restatement_sensor")
 LAUNCHED_BY_TAG = "replay/launched_by"
 REQUESTED_BY_TAG = "replay/requested_by"  # the sensor whose evaluation asked for the run
+REQUEST_KEY_TAG = "replay/request_key"  # the request's key (what it asked for), kept for tracing
 USER_TAG = "user"  # the tag the UI's "Launched by" column shows as the user who launched a run
 HEARTBEAT_FRESH_SECONDS = 60
 PREFETCH_FOLDER = ".prefetch"  # the next load date's files prepared ahead (under the run lock)
@@ -233,7 +234,12 @@ def _execute(
     pending, so the run names it as the requester, never with the tags by which the UI shows a
     sensor (or a backfill) as having launched it."""
     job = defs.resolve_job_def(str(defs.resolve_sensor_def(sensor_name).job_name))
-    tags = {**request.tags, **cli_tags(), REQUESTED_BY_TAG: sensor_name}
+    tags = {
+        **request.tags,
+        **cli_tags(),
+        REQUESTED_BY_TAG: sensor_name,
+        REQUEST_KEY_TAG: str(request.run_key),
+    }
     started = time.monotonic()
     result = job.execute_in_process(
         run_config=QUIET,
