@@ -16,10 +16,15 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import dagster as dg
+from dagster._core.definitions.selector import (
+    PartitionRangeSelector,
+    PartitionsByAssetSelector,
+    PartitionsSelector,
+)
 from dagster._core.execution.backfill import (
     BULK_ACTION_TERMINAL_STATUSES,
     BulkActionStatus,
@@ -70,6 +75,17 @@ class BackfillOutcome:
         )
 
 
+@dataclass(frozen=True)
+class Deadline:
+    """One time budget for everything ``wait`` waits on."""
+
+    seconds: float
+    start: float = field(default_factory=time.monotonic)
+
+    def passed(self) -> bool:
+        return time.monotonic() >= self.start + self.seconds
+
+
 def title_of(note: str) -> str:
     """The note's first line as a backfill title: Dagster refuses some characters and long titles."""
     line = TITLE_REFUSED.sub("'", (note.strip().splitlines() or [""])[0]).strip()
@@ -90,23 +106,28 @@ def launch(session: Session, asset: str, first: str, last: str, note: str, opera
         refusal = f"{asset}: {first}..{last} is not a partition range: {error}"
         raise ReplayError(ErrorCode.USAGE, refusal) from None
     instance = session.instance
-    backfill = PartitionBackfill.from_asset_partitions(
+    span = PartitionsSelector(ranges=[PartitionRangeSelector(start=names[0], end=names[-1])])
+    # each asset's own range, as the UI's dialog sends it: Dagster would otherwise add the
+    # partitions downstream of the range through the day-before dependency
+    backfill = PartitionBackfill.from_partitions_by_assets(
         backfill_id=make_new_backfill_id(),
         asset_graph=graph,
-        partition_names=names,
-        asset_selection=[dg.AssetKey(key) for key in SELECTION_OF_ASSET[asset]],
         backfill_timestamp=get_current_timestamp(),
         tags={LANE_TAG: BACKFILL, OPERATOR_TAG: operator, USER_TAG: operator},
         dynamic_partitions_store=instance,
-        all_partitions=False,
+        partitions_by_assets=[
+            PartitionsByAssetSelector(asset_key=dg.AssetKey(key), partitions=span)
+            for key in SELECTION_OF_ASSET[asset]
+        ],
         title=title_of(note) or None,
         description=note,
         run_config=None,
     )
     instance.add_backfill(backfill)
     record = {"asset": asset, "first": first, "last": last, "note": note, "operator": operator}
-    record_backfill(session.pipeline, backfill.backfill_id, **record)
-    return backfill.backfill_id
+    backfill_id: str = backfill.backfill_id
+    record_backfill(session.pipeline, backfill_id, **record)
+    return backfill_id
 
 
 def wait(
@@ -116,7 +137,7 @@ def wait(
     when the daemon is this command's own (started for the duration), else left to the running
     daemon's restatement sensor and waited for."""
     instance = session.instance
-    deadline = time.monotonic() + timeout
+    deadline = Deadline(timeout)
     daemon = None if _daemon_fresh(instance) else _start_daemon(session)
     try:
         outcome = _until_done(instance, backfill_id, progress, deadline)
@@ -138,10 +159,10 @@ def wait(
 
 
 def _until_done(
-    instance: dg.DagsterInstance, backfill_id: str, progress: Callable[[str], None], deadline: float
+    instance: dg.DagsterInstance, backfill_id: str, progress: Callable[[str], None], deadline: Deadline
 ) -> BackfillOutcome:
     seen = ""
-    while time.monotonic() < deadline:
+    while not deadline.passed():
         backfill = instance.get_backfill(backfill_id)
         runs = instance.get_runs(filters=dg.RunsFilter(tags={"dagster/backfill": backfill_id}))
         counts = sorted(Counter(r.status.value for r in runs).items())
@@ -156,7 +177,7 @@ def _until_done(
             progress(f"backfill {backfill_id}: {backfill.status.value}")
             return BackfillOutcome(backfill_id, backfill.status.value, outcome)
         time.sleep(POLL_SECONDS)  # waiting on other processes: polling is the only signal
-    raise ReplayError(ErrorCode.NOT_READY, f"backfill {backfill_id} did not finish in time")
+    raise ReplayError(ErrorCode.NOT_READY, f"backfill {backfill_id} did not finish in {deadline.seconds:g} s")
 
 
 def _label(run: dg.DagsterRun) -> str:
@@ -169,12 +190,12 @@ def _label(run: dg.DagsterRun) -> str:
     return f"{where} {'+'.join(assets)}".strip()
 
 
-def _until(condition: Callable[[], bool], deadline: float, what: str) -> None:
-    while time.monotonic() < deadline:
+def _until(condition: Callable[[], bool], deadline: Deadline, what: str) -> None:
+    while not deadline.passed():
         if condition():
             return
         time.sleep(POLL_SECONDS)  # waiting on other processes: polling is the only signal
-    raise ReplayError(ErrorCode.NOT_READY, f"{what} did not finish in time")
+    raise ReplayError(ErrorCode.NOT_READY, f"{what} did not finish in {deadline.seconds:g} s")
 
 
 def _drained(session: Session) -> bool:
