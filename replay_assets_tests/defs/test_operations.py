@@ -61,7 +61,7 @@ def test_the_first_tick_after_the_source_is_ready_launches_the_load_exactly_once
     ]
     assert ready.run().runs == []  # the next tick: nothing launched again
     assert not evaluate_manifest_sensor(ready).run_requests
-    launched = ready.instance.get_runs(filters=dg.RunsFilter(tags={"dagster/run_key": first.runs[0][1]}))
+    launched = ready.instance.get_runs(filters=dg.RunsFilter(tags={"replay/request_key": first.runs[0][1]}))
     assert len(launched) == 1
     ready.close()
 
@@ -72,7 +72,7 @@ def test_a_retry_after_the_commit_applies_nothing_twice(tmp_path: Path) -> None:
     summary = s.run()
     assert all(ok for _, _, ok, _ in summary.runs)
     [run] = s.instance.get_runs(
-        filters=dg.RunsFilter(tags={"dagster/sensor_name": "source_manifest_sensor"}), limit=1
+        filters=dg.RunsFilter(tags={"replay/requested_by": "source_manifest_sensor"}), limit=1
     )
     assert step_trace(s.instance, run.run_id, "current_state") == [
         "STEP_START",
