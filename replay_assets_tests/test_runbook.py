@@ -92,8 +92,8 @@ def test_the_runbook_commands_repair_the_seed_003_incident(tmp_path: Path) -> No
         assert codes[-1] == EXPECTED_EXIT.get(title, 0), title
     assert "Stopped sensor source_manifest_sensor" in outputs["Contain"]
     assert instigator_statuses(home) == {
-        "source_manifest_sensor": dg.InstigatorStatus.RUNNING,  # stopped in step 1, started in step 9
-        "reverify_publications_job_schedule": dg.InstigatorStatus.RUNNING,
+        "source_manifest_sensor": "RUNNING",  # stopped in step 1, started in step 9
+        "reverify_publications_job_schedule": "RUNNING",
     }
     assert "current_orders: 2 publications re-verified, 1 SUSPECT" in outputs["Classify"]
     assert "2026-09-20: stored controls (8, 5, 10, 690, 435, 255)" in outputs["Classify"]
@@ -127,11 +127,11 @@ def test_the_runbook_commands_repair_the_seed_003_incident(tmp_path: Path) -> No
     s.close()
 
 
-def instigator_statuses(home: Path) -> dict[str, dg.InstigatorStatus]:
+def instigator_statuses(home: Path) -> dict[str, str]:
     """The sensor and schedule states the runbook's Dagster commands recorded on the home's own
     instance."""
     with dg.DagsterInstance.from_config(str(home / "dagster")) as instance:
-        return {state.name: state.status for state in instance.all_instigator_state()}
+        return {state.name: state.status.value for state in instance.all_instigator_state()}
 
 
 def late_delivery_commands() -> list[str]:
