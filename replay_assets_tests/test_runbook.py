@@ -91,7 +91,10 @@ def test_the_runbook_commands_repair_the_seed_003_incident(tmp_path: Path) -> No
             )
         assert codes[-1] == EXPECTED_EXIT.get(title, 0), title
     assert "Stopped sensor source_manifest_sensor" in outputs["Contain"]
-    assert instigator_statuses(home) == {
+    recorded = instigator_statuses(home)
+    assert {
+        name: recorded.get(name) for name in ("source_manifest_sensor", "reverify_publications_job_schedule")
+    } == {
         "source_manifest_sensor": "RUNNING",  # stopped in step 1, started in step 9
         "reverify_publications_job_schedule": "RUNNING",
     }
