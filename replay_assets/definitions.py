@@ -8,6 +8,7 @@ import dagster as dg
 from replay_assets.core.config import Settings
 from replay_assets.core.lanes import CURRENT, LANE_TAG
 from replay_assets.defs.assets import build_assets, build_reverification_checks
+from replay_assets.defs.consumers import PUBLISHED_KEY, published_resource, weekly_store_report
 from replay_assets.defs.resources import ReplayResource
 from replay_assets.defs.sensors import build_sensors
 from replay_assets.entrypoints.environment import settings_from_environment
@@ -34,7 +35,7 @@ def build_definitions(settings: Settings) -> dg.Definitions:
         description="Recompute every publication from immutable raw; mismatches become SUSPECT.",
     )
     return dg.Definitions(
-        assets=assets,
+        assets=[*assets, weekly_store_report],
         asset_checks=checks,
         jobs=[apply_job, restate_job, reverify_job],
         schedules=[
@@ -48,7 +49,10 @@ def build_definitions(settings: Settings) -> dg.Definitions:
             )
         ],
         sensors=build_sensors(apply_job.name, restate_job.name, settings.sensor_interval_seconds),
-        resources={"replay": ReplayResource.for_settings(settings)},
+        resources={
+            "replay": ReplayResource.for_settings(settings),
+            PUBLISHED_KEY: published_resource(settings.home),
+        },
         executor=dg.in_process_executor,
     )
 

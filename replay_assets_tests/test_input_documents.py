@@ -262,15 +262,15 @@ def test_a_line_adapter_never_rewrites_a_number_it_cannot_write_back_exactly() -
     assert mapped != exact  # a number written back exactly is adapted as before
 
 
-def test_the_resource_reads_its_settings_fields_as_strict_json(tmp_path: Path) -> None:
-    """SPEC 10: every JSON the project reads goes through the strict reader, also the settings
-    fields a Dagster resource carries (an operator may set them in the launchpad): a version
-    declared twice is refused, never last-wins."""
+def test_the_resources_upcasters_cannot_declare_a_version_twice(tmp_path: Path) -> None:
+    """SPEC 10: a version is declared once, also in the typed ``upcasters`` field of the Dagster
+    resource (an operator may edit it in the launchpad, where a mapping has one value per key):
+    a second spelling of a declared version ("02" beside "2") is refused, never last-wins."""
     resource = ReplayResource.for_settings(settings_from({}, str(tmp_path), None))
     doubled = ReplayResource(
-        **{**resource.__dict__, "upcasters_json": '{"erp": {"2": {}, "2": {"drop": ["tenant"]}}}'}
+        **{**resource.__dict__, "upcasters": {"erp": {"2": {}, "02": {"drop": ["tenant"]}}}}
     )
-    with pytest.raises(strict_json.DuplicateKey, match="'2' twice"):
+    with pytest.raises(SettingsError, match=r"upcasters\.erp\.02"):
         doubled.settings()
     assert resource.settings().upcasters == {}
 

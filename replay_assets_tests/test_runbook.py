@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import dagster as dg
+
 from replay_assets.demo.scenarios import seed003
 from replay_assets.demo.seed003 import legacy_history, session_at
 from replay_assets.usecases.context import Pipeline
@@ -66,10 +68,9 @@ def test_the_runbook_commands_repair_the_seed_003_incident(tmp_path: Path) -> No
     current_before = incident(home)
     workdir = tmp_path / "oncall"
     workdir.mkdir()
-    env = {
-        **os.environ,
+    env = {  # the home alone (and the incident's clock): no DAGSTER_HOME
+        **{k: v for k, v in os.environ.items() if not k.startswith(("REPLAY_ASSETS_", "DAGSTER_"))},
         "REPLAY_ASSETS_HOME": str(home),
-        "DAGSTER_HOME": str(home / "dagster"),
         "REPLAY_ASSETS_NOW": seed003.BACKFILL_AT,
     }
     bin_dir = str(Path(sys.executable).parent)
@@ -89,6 +90,14 @@ def test_the_runbook_commands_repair_the_seed_003_incident(tmp_path: Path) -> No
                 f"{title}: {command}\n{done.stderr[-2000:]}"
             )
         assert codes[-1] == EXPECTED_EXIT.get(title, 0), title
+    assert "Stopped sensor source_manifest_sensor" in outputs["Contain"]
+    recorded = instigator_statuses(home)
+    assert {
+        name: recorded.get(name) for name in ("source_manifest_sensor", "reverify_publications_job_schedule")
+    } == {
+        "source_manifest_sensor": "RUNNING",  # stopped in step 1, started in step 9
+        "reverify_publications_job_schedule": "RUNNING",
+    }
     assert "current_orders: 2 publications re-verified, 1 SUSPECT" in outputs["Classify"]
     assert "2026-09-20: stored controls (8, 5, 10, 690, 435, 255)" in outputs["Classify"]
     assert "0 SUSPECT" in outputs["Reconcile"] and "SUSPECT" not in outputs["Reconcile"].replace(
@@ -119,6 +128,13 @@ def test_the_runbook_commands_repair_the_seed_003_incident(tmp_path: Path) -> No
         }
     ]
     s.close()
+
+
+def instigator_statuses(home: Path) -> dict[str, str]:
+    """The sensor and schedule states the runbook's Dagster commands recorded on the home's own
+    instance."""
+    with dg.DagsterInstance.from_config(str(home / "dagster")) as instance:
+        return {state.name: state.status.value for state in instance.all_instigator_state()}
 
 
 def late_delivery_commands() -> list[str]:

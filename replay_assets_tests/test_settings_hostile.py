@@ -427,8 +427,9 @@ def test_an_unreachable_spark_server_is_a_clear_error_within_the_deadline(
         ("retention_load_dates", 0, "retention_load_dates"),
         ("lock_timeout_seconds", float("nan"), "lock_timeout_seconds"),
         ("future_tolerance_days", 10**9, "future_tolerance_days"),
-        ("limits_json", '{"line_bytes": 0}', "limits.line_bytes"),
-        ("slo_json", '{"freshness_minutes": "abc"}', "slo.freshness_minutes"),
+        ("limits", {"line_bytes": 0}, "limits.line_bytes"),
+        ("slo", {"freshness_minutes": -1}, "slo.freshness_minutes"),
+        ("upcasters", {"erp": {"02": {}}}, "upcasters.erp.02"),
         ("spark_remote", "sc://", "spark_remote"),
     ],
 )

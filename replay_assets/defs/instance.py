@@ -15,7 +15,10 @@ Dagster builds each SQLite URL by pasting the folder's path into it (``create_db
 a ``?`` in the instance folder ended the path and ``run`` created a database outside the home.
 Every SQLite URL of the instance comes from ``storage/db/paths.py`` instead (SPEC 10).
 
-The PostgreSQL instance (``deploy/postgres/dagster.yaml``) does not use this class.
+The PostgreSQL instance (``deploy/postgres/dagster.yaml``) names this class too: its ``storage:``
+section replaces the SQLite default, and importing this module makes a plain ``postgresql://``
+``DAGSTER_PG_URL`` (the form Dagster's docs use) mean dagster-postgres's driver, psycopg2, in
+every process that loads the instance (CLI, webserver, daemon, run workers).
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from dagster._core.storage.sqlite_storage import (
     _schedule_directory,
 )
 from dagster._serdes import ConfigurableClassData
+from sqlalchemy.dialects import registry
 from sqlalchemy.engine import Connection, Engine
 
 from replay_assets.storage.db.paths import sqlite_url
@@ -57,6 +61,11 @@ MODULE = __name__
 # database (``from_local``, ``conn_string_for_shard``): each gets the encoding one
 for _module in (sqlite_run_storage, sqlite_schedule_storage, sqlite_event_log):
     _module.create_db_conn_string = sqlite_url  # type: ignore[attr-defined]
+# SQLAlchemy 2.1 reads a URL without a driver, ``postgresql://``, as psycopg 3: not installed, and
+# dagster-postgres fails with it anyway (its NOTIFY binds a parameter server-side). The dialect's
+# bare name means psycopg2 instead, the driver dagster-postgres is built and tested on; a URL that
+# names its driver (``postgresql+psycopg2://``) is read as before.
+registry.register("postgresql", "sqlalchemy.dialects.postgresql.psycopg2", "dialect")
 
 
 class PooledSqliteEventLogStorage(SqliteEventLogStorage):

@@ -2,6 +2,9 @@
 schedule storage is a real PostgreSQL server (``deploy/postgres/dagster.yaml``), chosen with
 ``REPLAY_ASSETS_DAGSTER_YAML`` and ``DAGSTER_PG_URL`` alone."""
 
+import os
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 
@@ -29,9 +32,9 @@ def test_the_deployment_file_is_the_embedded_default_but_its_storage() -> None:
     embedded = yaml.safe_load(PROJECT_INSTANCE_CONFIG.read_text(encoding="utf-8"))
     deployed = yaml.safe_load(DEPLOY.read_text(encoding="utf-8"))
     assert deployed.pop("storage") == {"postgres": {"postgres_url": {"env": "DAGSTER_PG_URL"}}}
-    # the embedded instance class only changes the default (SQLite) storage: PostgreSQL's replaces it
-    embedded_class = embedded.pop("instance_class")
-    assert embedded_class == {"module": "replay_assets.defs.instance", "class": "ReplayInstance"}
+    # the instance class changes the default (SQLite) storage, which PostgreSQL's replaces, and
+    # reads a plain postgresql:// URL with dagster-postgres's driver
+    assert deployed["instance_class"] == {"module": "replay_assets.defs.instance", "class": "ReplayInstance"}
     assert deployed == embedded  # lanes, pools, run monitoring and retries as on one machine
 
 
@@ -90,6 +93,30 @@ def test_run_on_postgres_records_its_runs_there_and_equals_the_embedded_instance
     assert main(["run", "--home", str(embedded)]) == 0
     assert (embedded / "dagster" / "history" / "runs.db").exists()
     assert _consumer_tables(home) == _consumer_tables(embedded)
+
+
+@pytest.mark.slow
+def test_a_plain_postgresql_url_works_in_every_process_that_loads_the_instance(
+    database: str, postgres: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``DAGSTER_PG_URL=postgresql://...``, the form Dagster's docs use (no driver named): ``run``
+    records its runs on the server, and another process loading the home's instance from
+    ``DAGSTER_HOME`` alone (as the webserver, the daemon and the run workers do) reads them."""
+    plain = os.environ["DAGSTER_PG_URL"].replace("postgresql+psycopg2://", "postgresql://", 1)
+    assert plain.startswith("postgresql://postgres:")
+    monkeypatch.setenv("DAGSTER_PG_URL", plain)
+    home = tmp_path / "home"
+    seed001.deliver_baseline(home / "landing")
+    assert main(["run", "--home", str(home)]) == 0
+    statuses = [s for (s,) in postgres.query(database, "SELECT status FROM runs")]
+    assert statuses and set(statuses) == {"SUCCESS"}
+    count_runs = "import dagster as dg; print(len(dg.DagsterInstance.get().get_runs()))"
+    env = {**os.environ, "DAGSTER_HOME": str(home / "dagster")}
+    child = subprocess.run(
+        [sys.executable, "-c", count_runs], env=env, capture_output=True, text=True, check=False, timeout=120
+    )
+    assert child.returncode == 0, child.stderr[-2000:]
+    assert child.stdout.split()[-1] == str(len(statuses))
 
 
 def test_a_killed_run_is_marked_failed_on_postgres_and_its_slots_freed(
