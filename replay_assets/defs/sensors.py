@@ -37,9 +37,8 @@ def build_sensors(apply_job: str, restate_job: str, interval: int = 30) -> list[
                 raise
             return dg.SensorResult(skip_reason=f"{error}; trying again next tick", cursor=context.cursor)
         waiting = waiting_reasons(decision)
-        for line in waiting:
+        for line in [*waiting, f"{decision.parsed} manifest(s) read; {len(decision.ready)} date(s) ready"]:
             context.log.info(line)
-        context.log.info(f"{decision.parsed} manifest(s) read; {len(decision.ready)} load date(s) ready")
         requests = [
             dg.RunRequest(partition_key=p.load_date, run_key=apply_run_key(decision, p), tags=CURRENT_LANE)
             for p in decision.ready
@@ -69,17 +68,7 @@ def build_sensors(apply_job: str, restate_job: str, interval: int = 30) -> list[
             reason = "no queued restatements of certified load dates"
             context.log.info(reason)
             return dg.SensorResult(skip_reason=reason, cursor="")
-        requests = [
-            dg.RunRequest(
-                run_key=keys[f"{start}..{end}"],
-                tags={
-                    **CURRENT_LANE,
-                    "dagster/asset_partition_range_start": start,
-                    "dagster/asset_partition_range_end": end,
-                },
-            )
-            for start, end in ranges
-        ]
+        requests = [restate_request(start, end, keys[f"{start}..{end}"]) for start, end in ranges]
         return dg.SensorResult(run_requests=requests, cursor=",".join(sorted(keys.values())))
 
     return [source_manifest_sensor, restatement_sensor]
@@ -104,6 +93,12 @@ def apply_run_key(decision: Decision, plan: DatePlan) -> str:
     failed = decision.failed_attempts.get(plan.load_date, ())
     token = sha256_text(canonical_json([plan.attempt_key, list(failed)])) if failed else plan.attempt_key
     return f"apply:{plan.load_date}:{token[:24]}"
+
+
+def restate_request(start: str, end: str, run_key: str) -> dg.RunRequest:
+    """One range run of the business dates ``start..end``."""
+    range_tags = {"dagster/asset_partition_range_start": start, "dagster/asset_partition_range_end": end}
+    return dg.RunRequest(run_key=run_key, tags={**CURRENT_LANE, **range_tags})
 
 
 def restate_run_key(start: str, end: str, state_key: str) -> str:

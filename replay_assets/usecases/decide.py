@@ -50,7 +50,8 @@ def decide_with(pipeline: Pipeline, unit: Unit) -> tuple[Decision, dict[str, lan
     settings = pipeline.settings
     seen = landing_area.scan_paths(landing_area.manifest_paths(settings.landing), settings.limits)
     deliveries, by_sha = deliveries_of(pipeline, seen)
-    return plan_deliveries(pipeline, unit.warehouse_facts(), seen, deliveries, settings.sources), by_sha
+    facts = unit.warehouse_facts()
+    return plan_deliveries(pipeline, facts, seen, deliveries=deliveries, sources=settings.sources), by_sha
 
 
 def deliveries_of(

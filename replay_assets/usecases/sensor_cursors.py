@@ -47,7 +47,7 @@ def sense(pipeline: Pipeline, previous: str | None, timeout: float | None = 0) -
     if keep and any(b not in read for d in deliveries for b in d.supersedes):
         keep = frozenset()  # it may supersede a batch of a settled date: read everything
         decision, deliveries = _decide_unsettled(pipeline, facts, entries, keep)
-    now_settled = keep | _newly_settled(pipeline, facts, decision, deliveries, listing)
+    now_settled = keep | _newly_settled(pipeline, facts, decision, deliveries=deliveries, listing=listing)
     months = settled.month_digests(now_settled, listing, facts.applied)
     state = settled.SettledCursor(config, now_settled, months)
     return decision, settled.write_cursor(state, contiguous_ranges(sorted(now_settled)))
@@ -66,7 +66,7 @@ def _decide_unsettled(
         found = [(e.source, e.load_date) for _, _, e in entries if e.load_date in keep]
         found += [(d.source, d.load_date) for d in deliveries if first <= d.load_date <= last]
         sources = settled.derived_starts(found)
-    return plan_deliveries(pipeline, facts, seen, deliveries, sources), deliveries
+    return plan_deliveries(pipeline, facts, seen, deliveries=deliveries, sources=sources), deliveries
 
 
 def _newly_settled(
