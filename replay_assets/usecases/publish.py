@@ -58,8 +58,10 @@ def _publish(pipeline: Pipeline, dates: list[str], run_id: str | None) -> list[P
 def pending_restatements(
     pipeline: Pipeline, timeout: float | None = None
 ) -> tuple[list[tuple[str, str]], str]:
-    """Contiguous ranges of business dates with queued groups, and a key for the queue state."""
-    with pipeline.store.connect(timeout) as unit:
+    """Contiguous ranges of business dates with queued groups, and a key for the queue state.
+    Read through the reader (the last committed state, never the writer lock), so a sensor
+    answers while a load runs."""
+    with pipeline.store.read(timeout) as unit:
         rows = unit.pending_groups()
     dates = sorted({r[0] for r in rows})
     return contiguous_ranges(dates), sha256_text(canonical_json([list(r) for r in rows]))

@@ -8,7 +8,6 @@ import pytest
 
 from replay_assets.core.config import Settings, SloPolicy
 from replay_assets.core.debezium import parse_mappings
-from replay_assets.core.errors import ErrorCode
 from replay_assets.core.manifest import Limits
 from replay_assets.core.upcast import parse_upcasters
 from replay_assets.definitions import build_definitions
@@ -56,17 +55,18 @@ def evaluate(defs: dg.Definitions, name: str, settings) -> dg.SensorResult | dg.
         return sensor(context)  # type: ignore[no-any-return]
 
 
-def test_manifest_sensor_requests_the_first_ready_date_with_a_content_key(settings) -> None:  # type: ignore[no-untyped-def]
+def test_manifest_sensor_requests_every_ready_date_in_order_with_content_keys(settings) -> None:  # type: ignore[no-untyped-def]
     seed001.deliver_baseline(settings.landing)
     seed001.deliver_cdc(settings.landing, "B20260921-CDC-A", "2026-09-21", "2026-09-21T08:12:00Z")
     result = evaluate(build_definitions(settings), "source_manifest_sensor", settings)
     assert isinstance(result, dg.SensorResult)
-    [request] = result.run_requests or []
-    assert request.partition_key == "2026-09-20"  # never 09-21 before 09-20 is applied
-    assert request.run_key and request.run_key.startswith("apply:2026-09-20:")
-    assert request.tags["replay/lane"] == "current"
+    requests = result.run_requests or []
+    assert [r.partition_key for r in requests] == ["2026-09-20", "2026-09-21"]  # in date order
+    assert all(r.run_key and r.run_key.startswith(f"apply:{r.partition_key}:") for r in requests)
+    assert all(r.tags["replay/lane"] == "current" for r in requests)
     again = evaluate(build_definitions(settings), "source_manifest_sensor", settings)
-    assert isinstance(again, dg.SensorResult) and again.run_requests[0].run_key == request.run_key
+    assert isinstance(again, dg.SensorResult)
+    assert [r.run_key for r in again.run_requests] == [r.run_key for r in requests]
 
 
 def test_manifest_sensor_names_the_file_that_is_not_ready(settings) -> None:  # type: ignore[no-untyped-def]
@@ -74,17 +74,6 @@ def test_manifest_sensor_names_the_file_that_is_not_ready(settings) -> None:  # 
     result = evaluate(build_definitions(settings), "source_manifest_sensor", settings)
     assert isinstance(result, dg.SensorResult) and not result.run_requests
     assert "BLOCKED_UPSTREAM" in str(result.skip_reason) and "B-LATE.manifest.json" in str(result.skip_reason)
-
-
-def test_sensors_skip_the_tick_while_the_warehouse_is_busy(settings) -> None:  # type: ignore[no-untyped-def]
-    seed001.deliver_baseline(settings.landing)
-    defs = build_definitions(settings)
-    from replay_assets.storage.db.warehouse import Warehouse
-
-    with Warehouse(settings.home).connect():
-        for name in ("source_manifest_sensor", "restatement_sensor"):
-            result = evaluate(defs, name, settings)
-            assert isinstance(result, dg.SkipReason) and ErrorCode.WAREHOUSE_BUSY in str(result.skip_message)
 
 
 def test_materializing_a_load_date_before_its_predecessor_is_a_failed_candidate(settings) -> None:  # type: ignore[no-untyped-def]

@@ -58,8 +58,14 @@ def scan(landing: Path, limits: Limits) -> list[Seen]:
     carry their reason. Folders and manifests are taken only as plain folders and regular files
     whose names are valid for their kind: a symlink, FIFO or odd name is reported, never
     followed or opened."""
+    return scan_paths(manifest_paths(landing), limits)
+
+
+def scan_paths(paths: list[tuple[Path, str | None]], limits: Limits) -> list[Seen]:
+    """``scan`` of the given entries of ``manifest_paths`` only (a sensor reads the new or
+    changed manifests, ``storage/landing/listing.py``)."""
     found = []
-    for path, problem in manifest_paths(landing):
+    for path, problem in paths:
         if problem is not None:
             found.append(Seen(path, None, problem))
             continue
