@@ -159,7 +159,10 @@ def rendered_instance(values: dict[str, Any]) -> dict[str, Any]:
             },
         },
         "concurrency": {
-            "pools": {"default_limit": concurrency["pools"]["defaultLimit"]},
+            "pools": {
+                "default_limit": concurrency["pools"]["defaultLimit"],
+                "granularity": concurrency["pools"]["granularity"],
+            },
             "runs": {"tag_concurrency_limits": concurrency["runs"]["tagConcurrencyLimits"]},
         },
         "run_monitoring": {

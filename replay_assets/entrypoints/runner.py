@@ -42,6 +42,7 @@ PROJECT_INSTANCE_CONFIG = resources.files("replay_assets") / "dagster.yaml"  # s
 # and stays). Listed newest first: the file before the pooled event log (replay_assets/defs/instance.py)
 EARLIER_INSTANCE_FILES = frozenset(
     {
+        "f1abc9a6a127ea143d162c816af9bf3fc4bc5db6277a029fb06fc94cb953fe68",
         "150872085756a87b9cc91cfd93c042768edeeb1ee695da3146100d0d08c9ddcb",
         "d838ab7228e3b635aa370ea8b44b0885876d351cbd18afa32a53755016b7d61c",
         "4753121a4784ac1d9be9a3752a052f36a2f335ec636c34a2620f8e2eb34d6b4a",
