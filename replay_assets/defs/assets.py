@@ -223,7 +223,7 @@ def _per_business_date(
         )
         results = [
             *certification.gate("daily_aggregates", p.checks, no_sales=_no_sales(p)),
-            *certification.service_levels("daily_aggregates", day, slo, policy, _no_sales(p)),
+            *certification.service_levels("daily_aggregates", day, slo, policy, no_sales=_no_sales(p)),
         ]
         yield from certification.for_partition(results, day, blocking)
     for key in context.selected_asset_check_keys:  # each check's output, once for the range

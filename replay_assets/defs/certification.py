@@ -89,7 +89,7 @@ def gate(
 
 
 def service_levels(
-    asset: str, key: str, slo: Slo | None, policy: SloPolicy, no_sales: bool = False
+    asset: str, key: str, slo: Slo | None, policy: SloPolicy, *, no_sales: bool = False
 ) -> list[dg.AssetCheckResult]:
     """The partition's service levels: a warning, never a gate. A date with no sales has none to
     measure and passes saying so; a candidate that failed its gate has none either, and the

@@ -13,10 +13,12 @@ import dagster as dg
 
 from replay_assets.core.config import Settings
 from replay_assets.core.events import canonical_json, sha256_text
+from replay_assets.core.lanes import BACKFILL, LANE_TAG
 from replay_assets.definitions import build_definitions
 from replay_assets.entrypoints.runner import (
     QUIET,
     RunSummary,
+    cli_tags,
     exclusive_run,
     instance_for,
     refuse_if_daemon,
@@ -57,12 +59,13 @@ class Session:
             return run_pending(self.defs, self.instance, self.pipeline, progress)
 
     def backfill_in_process(self, partitions: list[str], note: str) -> list[bool]:
-        """The runs of a load-date backfill, executed here in order, each tagged as a backfill run
-        in the backfill lane (``replay-assets backfill`` of the operations issue launches a real
-        Dagster backfill instead). Returns each run's success."""
+        """The runs of a load-date backfill, executed here in order in the backfill lane and tagged
+        as the CLI's (no daemon needed: the demo's rehearsal). They carry no ``dagster/backfill``
+        tag, since no Dagster backfill launched them; ``replay-assets backfill`` launches a real
+        one. The note is recorded under ``replay/backfill_note``'s id. Returns each run's success."""
         job = self.defs.resolve_job_def("apply_load_date_job")
         backfill_id = sha256_text(canonical_json([partitions, note]))[:12]
-        tags = {"dagster/backfill": backfill_id, "replay/lane": "backfill", "replay/note": note}
+        tags = {**cli_tags(), LANE_TAG: BACKFILL, "replay/backfill_note": backfill_id}
         record_backfill(
             self.pipeline,
             backfill_id,
