@@ -14,7 +14,7 @@ LOCATION = "replay_assets.definitions"
 REPOSITORY = "__repository__"
 PLAYED = "the incident is repaired"
 NOT_PLAYED = "the incident was not played"
-SAMPLE_TIMEOUT = 600  # a week of load dates through real ticks and run processes, on 2 cores
+SAMPLE_TIMEOUT = 1200  # a week of load dates through real ticks and run processes, on 2 busy cores
 
 
 def played(server: DagsterDev) -> bool:
