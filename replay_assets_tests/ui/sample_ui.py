@@ -110,9 +110,11 @@ def materializations(server: DagsterDev, asset: str) -> list[dict[str, Any]]:
     return list(data["assetOrError"]["assetMaterializations"])
 
 
-def asset_kinds(server: DagsterDev, asset: str) -> list[str]:
+def asset_definition(server: DagsterDev, asset: str) -> dict[str, Any]:
+    """The asset's kinds and its definition metadata (label and type of each entry)."""
     data = server.graphql(
-        "query($a: AssetKeyInput!) { assetNodeOrError(assetKey: $a) { ... on AssetNode { kinds } } }",
+        "query($a: AssetKeyInput!) { assetNodeOrError(assetKey: $a) { ... on AssetNode { kinds "
+        "metadataEntries { __typename label } } } }",
         {"a": {"path": [asset]}},
     )
-    return list(data["assetNodeOrError"]["kinds"])
+    return dict(data["assetNodeOrError"])
