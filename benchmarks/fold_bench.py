@@ -10,9 +10,9 @@ written took 14.6-14.8 s in one and 9.6 s in the other, ``docs/design.md``).
 
 The 1M case under 150 MB has about the memory per event of the 10M case under the warehouse's
 1 GB, so it shows the fold's spilling in seconds. It is not a stand-in for the 10M case: a fold
-that ran 10M events out of memory passed it (issue 16's sixth round, ``benchmarks/README.md``), so
-a change to the fold is judged on ``replay_bench.py --events 10000000`` too. Every limit must give
-the same outcomes (the last columns); the script exits 1 when they differ.
+that ran 10M events out of memory once passed it, so a change to the fold is judged on
+``replay_bench.py --events 10000000`` too. Every limit must give the same outcomes (the last
+columns); the script exits 1 when they differ.
 """
 
 from __future__ import annotations
