@@ -32,6 +32,7 @@ ACTIVE = {
     dg.DagsterRunStatus.CANCELING,
 }
 DONE = {dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED}
+FINISHED_BACKFILL = {"COMPLETED", "COMPLETED_SUCCESS", "COMPLETED_FAILED", "FAILED", "CANCELED"}
 POLL_SECONDS = 1.0
 Say = Callable[[str], None]
 
@@ -50,15 +51,19 @@ def play_incident(session: Session, sample: Sample, port: int, say: Say, timeout
     corrupt_record(session, sample.incident_date)
     say(f"sample: the stored record of {sample.incident_date} was corrupted (the incident)")
     client = DagsterGraphQLClient("127.0.0.1", port_number=port)
-    say(f"sample: re-verification {_reverify(client, instance, deadline)}")
+    outcome = _reverify(client, instance, deadline)
+    say(f"sample: re-verification {outcome}")
+    if "current_orders failed" not in outcome:
+        raise RuntimeError("the re-verification did not find the corrupted record")
     day = sample.incident_date
     backfill_id = backfill.launch(session, "current_orders", day, day, repair_note(day), OPERATOR)
     say(f"sample: backfill {backfill_id} of current_orders {day} launched to repair it")
     _wait(lambda: _backfill_done(instance, backfill_id), deadline, f"backfill {backfill_id}")
     outcome = _reverify(client, instance, deadline)
     say(f"sample: re-verification {outcome}")
-    if "current_orders failed" not in outcome:
-        say("sample: the incident is repaired")
+    if "current_orders passed" not in outcome:
+        raise RuntimeError(f"the re-verification after backfill {backfill_id} did not pass")
+    say("sample: the incident is repaired")
 
 
 def corrupt_record(session: Session, day: str) -> None:
@@ -100,8 +105,10 @@ def _finished(instance: dg.DagsterInstance, run_id: str) -> bool:
 
 
 def _backfill_done(instance: dg.DagsterInstance, backfill_id: str) -> bool:
-    runs = instance.get_runs(filters=dg.RunsFilter(tags={"dagster/backfill": backfill_id}))
-    return bool(runs) and all(r.status in DONE for r in runs)
+    """The backfill's own status, not its runs': an asset backfill creates a partition's next
+    run only after the previous one ended, so every run done is not yet the backfill done."""
+    found = instance.get_backfill(backfill_id)
+    return found is not None and found.status.value in FINISHED_BACKFILL
 
 
 def _wait(probe: Callable[[], bool], deadline: float, what: str) -> None:
