@@ -77,7 +77,7 @@ class Settings:
     lock_timeout_seconds: float = 60.0
     fail_point: str | None = None  # REPLAY_ASSETS_FAIL_POINT: crash tests kill the process there
     fail_once: str | None = None  # REPLAY_ASSETS_FAIL_ONCE: ``step[:point]`` raises one transient fault
-    retry_backoff_seconds: float = 5.0  # before retry n: backoff * 2**(n-1), on the (injectable) clock
+    retry_backoff_seconds: float = 5.0  # before retry n: (2**n - 1) * backoff (Dagster's exponential)
     slo: SloPolicy = field(default_factory=SloPolicy)
     sensor_interval_seconds: int = 30  # how often the daemon evaluates each sensor
     retention_load_dates: int = DEFAULT_RETENTION_LOAD_DATES  # the replay horizon (core/retention.py)

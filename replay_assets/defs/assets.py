@@ -5,15 +5,17 @@ from contextlib import contextmanager
 
 import dagster as dg
 
+from replay_assets.core import schemas
 from replay_assets.core.config import Settings
 from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.gate import Check
 from replay_assets.core.lanes import BACKFILL, lane_for
-from replay_assets.defs import evidence
+from replay_assets.defs import certification, evidence
 from replay_assets.defs.partitions import business_date_partitions, load_date_partitions
 from replay_assets.defs.resources import ReplayResource
 from replay_assets.storage.db import failpoints
 from replay_assets.storage.evidence import attempts as service
+from replay_assets.storage.publish.aggregates import Published
 from replay_assets.usecases.apply import apply
 from replay_assets.usecases.context import Pipeline
 from replay_assets.usecases.land import land
@@ -21,19 +23,39 @@ from replay_assets.usecases.operations import Operations
 from replay_assets.usecases.publish import publish
 
 POOL = "duckdb_writer"
-# Transient failures are retried; the backoff is waited on the pipeline's clock (see _attempt), so
-# the virtual clock of tests and the demo advances instead of sleeping.
-TRANSIENT_RETRY = dg.RetryPolicy(max_retries=2)
+MAX_RETRIES = 2
 TRANSIENT_CODES = frozenset({ErrorCode.WAREHOUSE_BUSY})
+
+
+def backoff(settings: Settings) -> dg.RetryPolicy:
+    """Transient failures are retried with an exponential backoff (Dagster's: before retry n,
+    ``(2**n - 1) * retry_backoff_seconds``)."""
+    return dg.RetryPolicy(
+        max_retries=MAX_RETRIES, delay=settings.retry_backoff_seconds, backoff=dg.Backoff.EXPONENTIAL
+    )
+
+
+def retry_policy(settings: Settings) -> dg.RetryPolicy:
+    """The policy Dagster applies. On a virtual clock (tests, the demo) Dagster waits nothing and
+    the backoff is the virtual clock's advance instead (``_attempt``), so a replayed timeline shows
+    the wait without anyone sleeping through it."""
+    policy = backoff(settings)
+    if settings.fixed_now is None:
+        return policy
+    return dg.RetryPolicy(max_retries=MAX_RETRIES, delay=0, backoff=policy.backoff)
+
+
+def _wait_virtually(pipeline: Pipeline, attempt: int) -> None:
+    """On a virtual clock, the backoff before the next attempt is the clock's advance."""
+    if pipeline.clock is not None and attempt < MAX_RETRIES:
+        pipeline.clock.sleep(backoff(pipeline.settings).calculate_delay(attempt + 1))
 
 
 @contextmanager
 def _attempt(context: dg.AssetExecutionContext, pipeline: Pipeline, step: str, key: str) -> Iterator[None]:
     """Evidence of every attempt of a step (started, failed with its code, succeeded), the
-    retry backoff, and the fail-once fault switch (``REPLAY_ASSETS_FAIL_ONCE``)."""
+    backoff on a virtual clock, and the fail-once fault switch (``REPLAY_ASSETS_FAIL_ONCE``)."""
     ops, run_id, attempt = Operations(pipeline), context.run.run_id, context.retry_number
-    if attempt:
-        pipeline.sleep(pipeline.settings.retry_backoff_seconds * 2 ** (attempt - 1))
     ops.record_step(run_id, step, key=key, attempt=attempt, outcome=service.STARTED, detail="")
     try:
         failpoints.fail_once(
@@ -50,6 +72,8 @@ def _attempt(context: dg.AssetExecutionContext, pipeline: Pipeline, step: str, k
     except Exception as error:
         code = str(error.code) if isinstance(error, ReplayError) else type(error).__name__
         ops.record_step(run_id, step, key=key, attempt=attempt, outcome=service.FAILED, detail=code)
+        if not isinstance(error, ReplayError):  # retried by the policy (``_fail`` decides the rest)
+            _wait_virtually(pipeline, attempt)
         raise
     ops.record_step(run_id, step, key=key, attempt=attempt, outcome=service.SUCCEEDED, detail="")
 
@@ -58,44 +82,36 @@ def _costs(pipeline: Pipeline, context: dg.AssetExecutionContext, step: str) -> 
     return {f"cost_{k}": v for k, v in Operations(pipeline).run_costs(context.run.run_id, step).items()}
 
 
-def _check_specs(asset: str) -> list[dg.AssetCheckSpec]:
-    """The publish gate as blocking checks: evaluated inside the building step (not after)."""
-    gate = [dg.AssetCheckSpec(c.value, asset=asset, blocking=True, description=GATE_TEXT[c]) for c in Check]
-    levels = dg.AssetCheckSpec(
-        evidence.SERVICE_LEVELS_CHECK,
-        asset=asset,
-        description="The partition's service levels against the policy (SPEC 7): freshness, "
-        "completeness, duration, availability. A warning, never a gate.",
-    )
-    return [*gate, levels]
-
-
-GATE_TEXT = {
-    Check.SCHEMA: "Every column matches the pandera schema (types, ids, ranges, closed sets).",
-    Check.UNIQUE_KEYS: "No key appears twice.",
-    Check.RECONCILIATION: "Per batch: source_events = accepted + rejected + skipped (duplicate, stale).",
-    Check.TOTALS: "Totals equal an independent SQL recomputation as of the candidate's load date.",
-    Check.COMPLETENESS: "Every load date the candidate depends on is applied and certified.",
-    Check.NON_NEGATIVE: "No negative amount, cost, quantity or units.",
-}
-
-
-def _fail(error: ReplayError) -> Exception:
+def _fail(error: ReplayError, pipeline: Pipeline, attempt: int) -> Exception:
     """How a step ends on a ReplayError. A busy warehouse (another connection held the lock past
     the lock timeout, e.g. a long ``reconcile``) is transient: the step is retried within the
-    transient policy's budget, after the backoff ``_attempt`` waits on the pipeline's clock. Any
-    other code is a contract outcome (blocked, not ready, sealed): retrying cannot change it."""
+    retry budget, after the backoff. Any other code is a contract outcome (blocked, not ready,
+    sealed): retrying cannot change it."""
     if error.code in TRANSIENT_CODES:
-        return dg.RetryRequested(max_retries=TRANSIENT_RETRY.max_retries)
+        _wait_virtually(pipeline, attempt)
+        wait = retry_policy(pipeline.settings).calculate_delay(attempt + 1)
+        return dg.RetryRequested(max_retries=MAX_RETRIES, seconds_to_wait=wait)
     return dg.Failure(description=str(error), metadata={"code": str(error.code)}, allow_retries=False)
+
+
+def _kinds(settings: Settings) -> set[str]:
+    return {"duckdb" if settings.warehouse == "duckdb" else "spark", "polars"}
 
 
 def build_assets(settings: Settings) -> list[dg.AssetsDefinition]:
     load_dates = load_date_partitions(settings)
     business_dates = business_date_partitions(settings)
     previous_day = dg.TimeWindowPartitionMapping(start_offset=-1, end_offset=-1)
+    retries, kinds = retry_policy(settings), _kinds(settings)
 
-    @dg.asset(partitions_def=load_dates, pool=POOL, retry_policy=TRANSIENT_RETRY, group_name="replay")
+    @dg.asset(
+        partitions_def=load_dates,
+        pool=POOL,
+        retry_policy=retries,
+        group_name="replay",
+        kinds=kinds,
+        check_specs=certification.landing_specs(load_dates),
+    )
     def raw_receipts(context: dg.AssetExecutionContext, replay: ReplayResource) -> dg.MaterializeResult:  # type: ignore[type-arg]
         """Lands the ready deliveries of this load date: sha256 and event counts verified,
         every line kept as an immutable receipt, rejected events kept with their reasons.
@@ -106,8 +122,11 @@ def build_assets(settings: Settings) -> list[dg.AssetsDefinition]:
                 backfill = lane_for(context.run.tags) == BACKFILL  # may land a late delivery
                 landed = land(pipeline, context.partition_key, context.run.run_id, sealed_ok=backfill)
         except ReplayError as error:
-            raise _fail(error) from error
-        return dg.MaterializeResult(metadata=evidence.landed(landed, _costs(pipeline, context, "land")))
+            raise _fail(error, pipeline, context.retry_number) from error
+        return dg.MaterializeResult(
+            metadata=evidence.landed(landed, _costs(pipeline, context, "land")),
+            check_results=certification.landing(landed),
+        )
 
     state_deps = [dg.AssetDep("raw_receipts"), dg.AssetDep("current_orders", partition_mapping=previous_day)]
 
@@ -117,6 +136,8 @@ def build_assets(settings: Settings) -> list[dg.AssetsDefinition]:
                 "current_orders",
                 deps=state_deps,
                 group_name="replay",
+                kinds={*kinds, "pandera"},
+                metadata={"dagster/column_schema": evidence.column_schema(schemas.ORDER_STATE)},
                 description="Order lines as of each load date: highest version wins, "
                 "deletes kept as tombstones.",
             ),
@@ -124,68 +145,93 @@ def build_assets(settings: Settings) -> list[dg.AssetsDefinition]:
                 "current_customers",
                 deps=state_deps,
                 group_name="replay",
+                kinds={*kinds, "pandera"},
+                metadata={"dagster/column_schema": evidence.column_schema(schemas.CUSTOMER_STATE)},
                 description="Customers as of each load date.",
             ),
         ],
         partitions_def=load_dates,
         pool=POOL,
-        retry_policy=TRANSIENT_RETRY,
+        retry_policy=retries,
         can_subset=False,
-        check_specs=_check_specs("current_orders"),
+        check_specs=certification.gate_specs("current_orders", load_dates),
     )
     def current_state(
         context: dg.AssetExecutionContext, replay: ReplayResource
     ) -> Iterator[dg.MaterializeResult]:  # type: ignore[type-arg]  # see design.md
         """State as of this load date = state as of the day before + this date's accepted events,
         in one transaction; refuses a load date whose predecessor is not applied."""
-        pipeline = replay.pipeline()
+        pipeline, key = replay.pipeline(), context.partition_key
         try:
-            with _attempt(context, pipeline, "current_state", context.partition_key):
+            with _attempt(context, pipeline, "current_state", key):
                 backfill = lane_for(context.run.tags) == BACKFILL
-                result = apply(pipeline, context.partition_key, context.run.run_id, sealed_ok=backfill)
+                result = apply(pipeline, key, context.run.run_id, sealed_ok=backfill)
                 failpoints.hit(pipeline.settings.fail_point, "state.after_commit")
         except ReplayError as error:
-            raise _fail(error) from error
-        slo = Operations(pipeline).slo(context.partition_key)
-        meta = evidence.state(result, slo, pipeline.settings.slo, _costs(pipeline, context, "apply"))
-        checks = [(context.partition_key, o) for o in result.checks]
-        levels = evidence.slo_checks("current_orders", {context.partition_key: slo}, pipeline.settings.slo)
+            raise _fail(error, pipeline, context.retry_number) from error
+        slo, policy = Operations(pipeline).slo(key), pipeline.settings.slo
         yield dg.MaterializeResult(
             asset_key="current_orders",
-            metadata=meta,
-            check_results=[*evidence.check_results("current_orders", checks), *levels],
+            metadata=evidence.state(result, slo, policy, _costs(pipeline, context, "apply")),
+            check_results=[
+                *certification.gate("current_orders", result.checks),
+                *certification.service_levels("current_orders", key, slo, policy),
+            ],
         )
         yield dg.MaterializeResult(asset_key="current_customers", metadata={"outcome": result.status.value})
 
     @dg.asset(
         partitions_def=business_dates,
         pool=POOL,
-        retry_policy=TRANSIENT_RETRY,
+        retry_policy=retries,
         group_name="replay",
+        kinds={*kinds, "pandera"},
+        metadata={"dagster/column_schema": evidence.column_schema(schemas.DAILY_AGGREGATES)},
         deps=[dg.AssetDep("current_orders", partition_mapping=dg.LastPartitionMapping())],
         backfill_policy=dg.BackfillPolicy.single_run(),
-        check_specs=_check_specs("daily_aggregates"),
+        check_specs=certification.gate_specs("daily_aggregates", business_dates),
+        output_required=False,  # each business date is materialized on its own (below)
     )
-    def daily_aggregates(context: dg.AssetExecutionContext, replay: ReplayResource) -> dg.MaterializeResult:  # type: ignore[type-arg]
+    def daily_aggregates(context: dg.AssetExecutionContext, replay: ReplayResource) -> Iterator[object]:
         """Per store and business date over active lines, recomputed from state as of the latest
-        applied load date; a new version is published only when the content changed."""
+        applied load date; a new version is published only when the content changed. A range
+        run reports each business date on its own: its materialization and its checks."""
         pipeline = replay.pipeline()
         keys = list(context.partition_keys)
-        with _attempt(context, pipeline, "daily_aggregates", f"{keys[0]}..{keys[-1]}"):
-            published = publish(pipeline, keys, context.run.run_id)
-        ops = Operations(pipeline)
-        totals = ops.daily_totals(keys[0], keys[-1])
-        slos = ops.daily_slos([p.business_date for p in published])
-        costs = _costs(pipeline, context, "publish")
-        gate = evidence.check_results(
-            "daily_aggregates", [(p.business_date, o) for p in published for o in p.checks]
-        )
-        return dg.MaterializeResult(
-            metadata=evidence.aggregates(published, totals, costs, slos),
-            check_results=[*gate, *evidence.slo_checks("daily_aggregates", slos, pipeline.settings.slo)],
-        )
+        try:
+            with _attempt(context, pipeline, "daily_aggregates", f"{keys[0]}..{keys[-1]}"):
+                published = publish(pipeline, keys, context.run.run_id)
+        except ReplayError as error:
+            raise _fail(error, pipeline, context.retry_number) from error
+        yield from _per_business_date(context, pipeline, published, keys)
 
     return [raw_receipts, current_state, daily_aggregates]
+
+
+def _per_business_date(
+    context: dg.AssetExecutionContext, pipeline: Pipeline, published: list[Published], keys: list[str]
+) -> Iterator[object]:
+    """Each published business date's materialization and check evaluations, naming it."""
+    ops, policy = Operations(pipeline), pipeline.settings.slo
+    totals = {t["business_date"]: t for t in ops.daily_totals(keys[0], keys[-1])}
+    slos = ops.daily_slos([p.business_date for p in published])
+    blocking = {c.value: True for c in Check}
+    for p in published:
+        day, slo = p.business_date, slos.get(p.business_date)
+        yield dg.AssetMaterialization(
+            "daily_aggregates", partition=day, metadata=evidence.daily(p, totals.get(day), slo, policy)
+        )
+        results = [
+            *certification.gate("daily_aggregates", p.checks, no_sales=_no_sales(p)),
+            *certification.service_levels("daily_aggregates", day, slo, policy, _no_sales(p)),
+        ]
+        yield from certification.for_partition(results, day, blocking)
+    for key in context.selected_asset_check_keys:  # each check's output, once for the range
+        yield dg.Output(None, output_name=context.assets_def.get_output_name_for_asset_check_key(key))
+
+
+def _no_sales(published: Published) -> bool:
+    return not published.rows and published.certified
 
 
 def build_reverification_checks() -> list[dg.AssetChecksDefinition]:
@@ -201,12 +247,7 @@ def build_reverification_checks() -> list[dg.AssetChecksDefinition]:
             description="Every published version equals a recomputation as of its load date.",
         )
         def check(replay: ReplayResource) -> dg.AssetCheckResult:
-            verdict = Operations(replay.pipeline()).reverify(asset)
-            return dg.AssetCheckResult(
-                passed=not verdict.mismatched,
-                severity=dg.AssetCheckSeverity.ERROR,
-                metadata=evidence.reverification(verdict),
-            )
+            return certification.reverification(Operations(replay.pipeline()).reverify(asset))
 
         return check
 

@@ -86,7 +86,7 @@ def seed003_demo(home: Path, out: Print) -> dict[str, Any]:
     s = session_at(home, seed003.RETRIED_RUN_AT, fail_once="current_state")  # run B
     summary = s.run()
     apply_run = s.instance.get_runs(
-        filters=dg.RunsFilter(tags={"dagster/sensor_name": "source_manifest_sensor"}), limit=1
+        filters=dg.RunsFilter(tags={"replay/requested_by": "source_manifest_sensor"}), limit=1
     )[0]
     ops = Operations(s.pipeline)
     slo = ops.slo(seed003.CURRENT_DATE)

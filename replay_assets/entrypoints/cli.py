@@ -180,11 +180,16 @@ def cmd_backfill(args: argparse.Namespace) -> int:
     if not args.wait:
         session.close()
         return 0
-    with progress(f"waiting for backfill {backfill_id}") as report:
+    with progress(f"waiting for backfill {backfill_id} and the restatements it queues") as report:
         outcome = backfill.wait(session, backfill_id, report)
     refresh_published(session.pipeline)
     session.close()
-    return 0 if all(status == "SUCCESS" for status in outcome.runs.values()) else 1
+    restated = outcome.restatements
+    if restated is not None:
+        print(f"backfill {backfill_id} {outcome.status}; {len(restated.runs)} restatement runs after it")
+    else:
+        print(f"backfill {backfill_id} {outcome.status}; restatements left to the running daemon, done")
+    return 0 if outcome.ok and not (restated and restated.failed) else 1
 
 
 def cmd_resolve(args: argparse.Namespace) -> int:

@@ -2,12 +2,13 @@
 home's Dagster instance, until nothing is pending (``replay-assets run``)."""
 
 import fcntl
+import getpass
 import hashlib
 import os
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from importlib import resources
@@ -27,6 +28,10 @@ from replay_assets.usecases.recover import finish_in_doubt
 from replay_assets.usecases.sensor_cursors import cursor, save_cursor
 
 SENSORS = ("source_manifest_sensor", "restatement_sensor")
+LAUNCHED_BY_TAG = "replay/launched_by"
+REQUESTED_BY_TAG = "replay/requested_by"  # the sensor whose evaluation asked for the run
+REQUEST_KEY_TAG = "replay/request_key"  # the request's key (what it asked for), kept for tracing
+USER_TAG = "user"  # the tag the UI's "Launched by" column shows as the user who launched a run
 HEARTBEAT_FRESH_SECONDS = 60
 PREFETCH_FOLDER = ".prefetch"  # the next load date's files prepared ahead (under the run lock)
 # Failures are reported by the summary; their traces stay in the run's event log for the UI.
@@ -159,9 +164,11 @@ def run_pending(
     pipeline: Pipeline,
     progress: Callable[[str], None] = lambda _: None,
     max_runs: int = 10_000,
+    sensors: Sequence[str] = SENSORS,
 ) -> RunSummary:
     """Evaluate the sensors and execute their requests until none is left. Pending work comes
-    from the warehouse; a request that already failed in this invocation is not retried."""
+    from the warehouse, so a daemon on the same instance finds nothing left of what ran here; a
+    request that already failed in this invocation is not retried."""
     summary = RunSummary(
         orphans_failed=fail_orphans(instance), finished_in_doubt=len(finish_in_doubt(pipeline))
     )
@@ -177,7 +184,7 @@ def run_pending(
             with pipeline.store.hold():
                 requests = [
                     (name, rr)
-                    for name in SENSORS
+                    for name in sensors
                     for rr in _evaluate(defs, instance, pipeline=pipeline, resource=resource, name=name)
                 ]
             fresh = [(name, rr) for name, rr in requests if rr.run_key not in tried]
@@ -189,6 +196,11 @@ def run_pending(
                 run = _execute(defs, instance, sensor_name=name, request=request, progress=progress)
             summary.runs.append(run)
     return summary
+
+
+def cli_tags() -> Mapping[str, str]:
+    """The tags of a run the command line executes itself: launched by the CLI, for its user."""
+    return {LAUNCHED_BY_TAG: "cli", USER_TAG: getpass.getuser()}
 
 
 def _evaluate(
@@ -218,8 +230,16 @@ def _execute(
     request: dg.RunRequest,
     progress: Callable[[str], None],
 ) -> tuple[str, str, bool, float]:
+    """One requested run, executed here and tagged as the CLI's: the sensor only says what is
+    pending, so the run names it as the requester, never with the tags by which the UI shows a
+    sensor (or a backfill) as having launched it."""
     job = defs.resolve_job_def(str(defs.resolve_sensor_def(sensor_name).job_name))
-    tags = {**request.tags, "dagster/sensor_name": sensor_name, "dagster/run_key": str(request.run_key)}
+    tags = {
+        **request.tags,
+        **cli_tags(),
+        REQUESTED_BY_TAG: sensor_name,
+        REQUEST_KEY_TAG: str(request.run_key),
+    }
     started = time.monotonic()
     result = job.execute_in_process(
         run_config=QUIET,

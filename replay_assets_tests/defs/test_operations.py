@@ -61,7 +61,7 @@ def test_the_first_tick_after_the_source_is_ready_launches_the_load_exactly_once
     ]
     assert ready.run().runs == []  # the next tick: nothing launched again
     assert not evaluate_manifest_sensor(ready).run_requests
-    launched = ready.instance.get_runs(filters=dg.RunsFilter(tags={"dagster/run_key": first.runs[0][1]}))
+    launched = ready.instance.get_runs(filters=dg.RunsFilter(tags={"replay/request_key": first.runs[0][1]}))
     assert len(launched) == 1
     ready.close()
 
@@ -72,7 +72,7 @@ def test_a_retry_after_the_commit_applies_nothing_twice(tmp_path: Path) -> None:
     summary = s.run()
     assert all(ok for _, _, ok, _ in summary.runs)
     [run] = s.instance.get_runs(
-        filters=dg.RunsFilter(tags={"dagster/sensor_name": "source_manifest_sensor"}), limit=1
+        filters=dg.RunsFilter(tags={"replay/requested_by": "source_manifest_sensor"}), limit=1
     )
     assert step_trace(s.instance, run.run_id, "current_state") == [
         "STEP_START",
@@ -132,13 +132,17 @@ def test_materializations_carry_evidence_a_person_can_read(tmp_path: Path) -> No
         assert materialization is not None
         return {k: getattr(v, "value", v) for k, v in materialization.metadata.items()}
 
+    def rows(value: object) -> list[tuple[object, ...]]:
+        assert isinstance(value, dg.TableMetadataValue)  # a typed table, its columns in order
+        columns = [c.name for c in value.schema.columns]
+        return [tuple(r.data[c] for c in columns) for r in value.records]
+
     state = latest("current_orders")
-    assert "| ATLAS-20260921 | 5 | 5 | 0 | 0 | 0 | yes |" in str(state["reconciliation"])
-    assert "| 9 | 7 | 11 | 740 | 450 | 290 |" in str(state["controls"])
-    assert "| availability | 12 min | ≤ 30 min | met |" in str(state["service_levels"])  # 08:12 - 08:00
+    assert rows(state["reconciliation"]) == [("ATLAS-20260921", 5, 5, 0, 0, 0, True)]
+    assert rows(state["controls"]) == [(9, 7, 11, 740, 450, 290)]
+    assert ("availability", 12.0, "min", "<= 30", True) in rows(state["service_levels"])  # 08:12 - 08:00
     assert state["dagster/row_count"] == 10  # nine active lines and the tombstone of O1005|2
-    daily = str(latest("daily_aggregates")["daily_totals"])
-    assert "| 2026-09-21 | 1 | 60 | 25 |" in daily and "█" in daily
+    assert rows(latest("daily_aggregates")["daily_totals"]) == [("2026-09-21", 1, 60, 25)]
     s.close()
 
 

@@ -22,6 +22,7 @@ class DuckDBPublishSteps:
     latest_lines = bound(aggregates.latest_lines)
     lines_for_dates = bound(aggregates.lines_for_dates)
     record_failed_candidate = bound(certify.record_failed_candidate)
+    last_publication = bound(certify.last_publication)
     record_publication = bound(certify.record_publication)
     insert_aggregate_versions = bound(aggregates.insert_versions)
     release_queue = bound(aggregates.release_queue)

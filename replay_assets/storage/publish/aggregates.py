@@ -182,8 +182,8 @@ def _publish_or_keep(
     run_id: str | None,
     now: dt.datetime,
 ) -> tuple[int | None, int]:
-    """The new version (None when nothing new was published) and the bytes a failed candidate
-    keeps on disk for inspection (0 when it passed)."""
+    """The new version (None when nothing new was published, or the date never had sales) and
+    the bytes a failed candidate keeps on disk for inspection (0 when it passed)."""
     if not all_passed(checks):
         kept = steps.record_failed_candidate(
             home,
@@ -197,6 +197,11 @@ def _publish_or_keep(
             now=now,
         )
         return None, kept.stat().st_size
+    if not rows.height and steps.last_publication("daily_aggregates", day) is None:
+        # a date that never had sales publishes nothing (no empty "version 1" to certify); a
+        # date whose sales all went away is a real restatement to zero and publishes below
+        steps.release_queue(day, as_of=as_of, now=now, run_id=run_id)
+        return None, 0
     version = steps.record_publication(
         "daily_aggregates", key=day, as_of=as_of, digest=digest, outcomes=checks, run_id=run_id, now=now
     )

@@ -37,6 +37,7 @@ class PublishSteps(Protocol):
         run_id: str | None,
         now: dt.datetime,
     ) -> Path: ...
+    def last_publication(self, asset: str, key: str) -> tuple[int, str, str] | None: ...
     def record_publication(
         self,
         asset: str,
