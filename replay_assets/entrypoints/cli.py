@@ -28,7 +28,6 @@ from replay_assets.entrypoints.land_input import delivery_input, rejection_repor
 from replay_assets.entrypoints.progress import progress
 from replay_assets.entrypoints.report import print_table
 from replay_assets.entrypoints.warehouse_commands import cmd_export, cmd_recovery, cmd_status
-from replay_assets.storage.db.home_files import occupants
 from replay_assets.storage.landing.deliveries import create_delivery
 from replay_assets.storage.publish import exports
 from replay_assets.usecases.context import Pipeline
@@ -79,46 +78,39 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_ui(args: argparse.Namespace) -> int:
-    """The Dagster UI on this home in one command: an empty home first gets the sample scenario
-    (seed 003's incident: filled partitions, passed gate checks, a failed re-verification, the
-    daily-totals chart), then ``dagster dev`` replaces this process with the home's instance.
-    The sample brings its own settings and history, so a home holding anything of its own is
-    refused (exit 2) before anything in it changes; ``--no-sample`` opens any home as it is."""
-    from replay_assets.demo.seed003 import seed003_demo
+    """The Dagster UI on this home in one command. An empty home first gets the sample as files
+    (a week of deliveries dated up to today, and its settings); the daemon's sensors apply them
+    and a supervisor plays the sample's incident (``demo/incident.py``): a corrupted record found
+    by re-verification, repaired by a real backfill. A home holding anything of its own is
+    refused the sample (exit 2) before anything in it changes; ``--no-sample`` opens any home."""
+    import datetime as dt
+
+    from replay_assets.demo.sample import deliver_sample
+    from replay_assets.entrypoints import ui
     from replay_assets.entrypoints.session import Session
 
     _quiet_dagster_warnings()
     settings = settings_from_environment(args.home)
-    home, dagster_home = settings.home.resolve(), settings.dagster_home.resolve()
-    found = occupants(home)
-    if found and not args.no_sample:
-        raise ReplayError(
-            ErrorCode.USAGE,
-            f"{home} is not empty (it holds {', '.join(found)}): `replay-assets ui` writes its sample "
-            "only into an empty home; use --no-sample to open this home as it is",
-        )
+    home = settings.home.resolve()
+    if not args.no_sample:
+        ui.refuse_unless_empty(home)
+    sample = None
+    if not args.no_sample:
+        print(f"{home} is empty: landing the sample scenario (a week of deliveries up to today) first")
+        sample = deliver_sample(home, dt.datetime.now(dt.UTC))
+        settings = settings_from_environment(args.home)  # with the sample's settings file
     session = Session(settings, settings.dagster_home)  # the home's own instance, whatever DAGSTER_HOME says
     # the home's instance file first (the project's, or REPLAY_ASSETS_DAGSTER_YAML's) and its
     # workspace.yaml, so the sample's runs are recorded on the instance the UI serves
     _ = session.instance
     session.close()
-    if not args.no_sample:
-        print(f"{home} is empty: landing the sample scenario (seed 003) first")
-        _quiet_dagster_warnings()
-        seed003_demo(settings.home, lambda line: None)
-    dagster = str(Path(sys.executable).with_name("dagster"))
-    workspace = str(dagster_home / "workspace.yaml")
-    cmd = [dagster, "dev", "-w", workspace, "-h", args.host, "-p", str(args.port)]
-    env = {
-        **os.environ,
-        "REPLAY_ASSETS_HOME": str(home.resolve()),
-        "DAGSTER_HOME": str(dagster_home.resolve()),
-    }
-    print(f"Dagster UI on http://{args.host}:{args.port} (DAGSTER_HOME={env['DAGSTER_HOME']})", flush=True)
+    cmd, _env = ui.dagster_dev(settings, args.host, args.port)
+    print(f"Dagster UI on http://{args.host}:{args.port} (DAGSTER_HOME={settings.dagster_home.resolve()})")
     if args.dry_run:
         print(" ".join(cmd))
         return 0
-    os.execve(dagster, cmd, env)  # never returns; Ctrl-C stops dagster dev itself, as by hand
+    sys.stdout.flush()
+    return ui.serve(settings, args.host, args.port, sample)
 
 
 def cmd_land(args: argparse.Namespace) -> int:
