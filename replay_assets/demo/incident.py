@@ -56,7 +56,9 @@ def play_incident(session: Session, sample: Sample, port: int, say: Say, timeout
     if "current_orders failed" not in outcome:
         raise RuntimeError("the re-verification did not find the corrupted record")
     day = sample.incident_date
-    backfill_id = backfill.launch(session, "current_orders", day, day, repair_note(day), OPERATOR)
+    backfill_id = backfill.launch(
+        session, "current_orders", day, day, note=repair_note(day), operator=OPERATOR
+    )
     say(f"sample: backfill {backfill_id} of current_orders {day} launched to repair it")
     _wait(lambda: _backfill_done(instance, backfill_id), deadline, f"backfill {backfill_id}")
     outcome = _reverify(client, instance, deadline)

@@ -94,7 +94,7 @@ def sample_deliveries(sample: Sample) -> dict[str, list[str]]:
         lines[load_date] = []
         for entity, key, after in events:
             seq += 1
-            lines[load_date].append(_event(seq, entity, key, after, after.get("business_date", days[0])))
+            lines[load_date].append(_event(seq, entity, key, after, day=after.get("business_date", days[0])))
     return lines
 
 
