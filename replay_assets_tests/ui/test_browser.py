@@ -114,7 +114,9 @@ def show_check_results(page: Page, run_id: str, passed: Iterable[str]) -> None:
 def test_the_asset_graph_shows_the_lineage_and_its_checks(
     page: Page, dagster_ui: DagsterDev, artifacts: Path
 ) -> None:
-    page.goto("/asset-groups")
+    page.goto(
+        f"/locations/{LOCATION}/asset-groups/replay"
+    )  # the pipeline's group (the consumer example has its own)
     boxes = {}
     for asset in ASSETS:
         node = page.locator(f'[data-tooltip="{asset}"]')
