@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from replay_assets.storage.db.connection_ports import DuckDBReading as ReaderPort
+from replay_assets.storage.db.connection_ports import DuckDBWriting as WriterPort
 from replay_assets.storage.db.warehouse import Warehouse, WarehouseReader
-from replay_assets.storage.ports import WarehouseReader as ReaderPort
-from replay_assets.storage.ports import WarehouseWriter as WriterPort
 
 Ports = tuple[WriterPort, ReaderPort]
 ADAPTERS: dict[str, Callable[[Path, float], Ports]] = {

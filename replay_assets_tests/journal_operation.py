@@ -28,14 +28,14 @@ def operation(name: str = "one", intent: int = 1) -> Operation:
 
 
 def mark(unit: Any, outcome: str) -> None:
-    unit.record_step_attempt(
+    unit.evidence.record_step_attempt(
         RUN, step=KIND, partition_key="p", attempt=1, outcome=outcome, detail="-", now=NOW
     )
 
 
 def mutations(store: Any) -> list[str]:
     with store.read() as unit:
-        return [row[3] for row in unit.step_attempts(RUN)]
+        return [row[3] for row in unit.evidence.step_attempts(RUN)]
 
 
 def execute(

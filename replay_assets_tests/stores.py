@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from replay_assets.storage.db.unit import DuckDBStore, DuckDBUnit
+from replay_assets.storage.db.unit import DuckDBReader, DuckDBStore
 from replay_assets.storage.db.warehouse import Warehouse, WarehouseReader
 
 STORES = ("duckdb", "spark")
@@ -65,9 +65,9 @@ def table_rows(opened: Opened, table: str) -> list[tuple[object, ...]]:
 def store_rows(store: Any, table: str) -> list[dict[str, object]]:
     """Every row of a warehouse ``table`` as a reader of ``store`` (either engine) sees it."""
     with store.read() as unit:
-        if isinstance(unit, DuckDBUnit):
+        if isinstance(unit, DuckDBReader):
             cursor = unit.con.execute(f'SELECT * FROM "{table}"')
             names = [d[0] for d in cursor.description]
             return [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
-        found: list[dict[str, object]] = unit.rows(unit.frame(table))
+        found: list[dict[str, object]] = unit.ops.rows(unit.ops.frame(table))
         return found

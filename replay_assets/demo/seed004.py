@@ -23,7 +23,7 @@ from replay_assets.demo.seeds import Print
 from replay_assets.storage.journal import executor as journal
 from replay_assets.storage.journal import recovery
 from replay_assets.storage.journal.identities import apply_operation
-from replay_assets.storage.unit import Unit
+from replay_assets.storage.unit import WarehouseWriter
 from replay_assets.usecases.apply import apply
 from replay_assets.usecases.context import Pipeline
 from replay_assets.usecases.decide import decide
@@ -178,11 +178,11 @@ def _reused_operation_id(p: Pipeline) -> dict[str, Any]:
     other = dataclasses.replace(op, intent_digest=intent_digest({"batches": [["erp", "B-OTHER", "0" * 64]]}))
     touched: list[str] = []
 
-    def mutate(unit: Unit) -> tuple[dict[str, Any], str | None]:
+    def mutate(unit: WarehouseWriter) -> tuple[dict[str, Any], str | None]:
         touched.append("mutate")
         return {}, None
 
-    def target_now(unit: Unit, entry: journal.Entry) -> str | None:
+    def target_now(unit: WarehouseWriter, entry: journal.Entry) -> str | None:
         touched.append("target")
         return None
 

@@ -63,7 +63,7 @@ def cmd_export(args: argparse.Namespace) -> int:
                 f"a writer holds the warehouse; {args.table} is read from it, not from the published "
                 "copy: try again when the load is done",
             )
-        frame = unit.export_table(args.table, args.as_of)
+        frame = unit.reports.export_table(args.table, args.as_of)
     exports.write(frame, args.format, output, sys.stdout)
     return 0
 

@@ -22,7 +22,7 @@ from replay_assets.storage.apply.load_date import ApplyResult, from_record, to_r
 from replay_assets.storage.db import failpoints
 from replay_assets.storage.evidence.costs import Cost, measure
 from replay_assets.storage.journal import executor as journal
-from replay_assets.storage.unit import Unit
+from replay_assets.storage.unit import WarehouseWriter
 from replay_assets.usecases.context import Pipeline
 from replay_assets.usecases.decide import APPLICABLE, Decision, decide_with, plan_for
 from replay_assets.usecases.land import land
@@ -48,16 +48,16 @@ def _apply(pipeline: Pipeline, load_date: str, run_id: str | None, sealed_ok: bo
         plan = plan_for(decision, load_date)
         if plan.status not in allowed:
             raise ReplayError(ErrorCode.NOT_READY, f"load date {load_date} is {plan.status}: {plan.reason}")
-        behind = retention.refusal(load_date, unit.pruned_through(), "re-applying")
+        behind = retention.refusal(load_date, unit.retention.pruned_through(), "re-applying")
         if behind:
             raise ReplayError(ErrorCode.BEHIND_HORIZON, behind)
         chain = _chain(decision, plan)
         for each in chain:
-            unit.require_landed(each)
-        op = unit.apply_operation(plan)
+            unit.apply.require_landed(each)
+        op = unit.apply.apply_operation(plan)
     first = decision.plans[0].load_date
 
-    def mutate(unit: Unit) -> tuple[dict[str, Any], str | None]:
+    def mutate(unit: WarehouseWriter) -> tuple[dict[str, Any], str | None]:
         with measure() as cost:
             results = _apply_chain(pipeline, unit, chain, first=first, run_id=run_id, sealed_ok=sealed_ok)
         result, stopped = _chained(results), results[-1]
@@ -74,19 +74,19 @@ def _apply(pipeline: Pipeline, load_date: str, run_id: str | None, sealed_ok: bo
         failpoints.hit(pipeline.settings.fail_point, "apply.before_commit")
         certified = result.status in (ApplyOutcome.APPLIED, ApplyOutcome.RESTATED, ApplyOutcome.UNCHANGED)
         digest = result.content_sha256 or ""
-        return to_record(result), unit.target_digest(load_date, digest) if certified else None
+        return to_record(result), unit.apply.target_digest(load_date, digest) if certified else None
 
-    def target_now(unit: Unit, entry: journal.Entry) -> str | None:
+    def target_now(unit: WarehouseWriter, entry: journal.Entry) -> str | None:
         if entry.target_sha256 is None:
             return None  # a blocked or failed outcome has no target state to compare
-        verified = unit.apply_load_date(
+        verified = unit.apply.apply_load_date(
             plan, first_date=first, run_id=run_id, now=pipeline.now(), sealed_ok=True
         )  # from raw; read-only
-        return unit.target_digest(load_date, verified.content_sha256 or "")
+        return unit.apply.target_digest(load_date, verified.content_sha256 or "")
 
-    def repair(unit: Unit) -> tuple[dict[str, Any], str | None]:
+    def repair(unit: WarehouseWriter) -> tuple[dict[str, Any], str | None]:
         """The history matches raw but its certified record drifted: certify it again."""
-        verified = unit.apply_load_date(
+        verified = unit.apply.apply_load_date(
             plan, first_date=first, run_id=run_id, now=pipeline.now(), sealed_ok=True
         )
         if (
@@ -96,7 +96,7 @@ def _apply(pipeline: Pipeline, load_date: str, run_id: str | None, sealed_ok: bo
         ):
             raise ReplayError(ErrorCode.HISTORY_DIVERGED, f"load date {load_date} cannot be certified again")
         reason = "repaired: the stored snapshot record drifted from history recomputed from raw"
-        unit.certify_state(
+        unit.apply.certify_state(
             load_date,
             digest=verified.content_sha256,
             outcomes=verified.checks,
@@ -104,13 +104,13 @@ def _apply(pipeline: Pipeline, load_date: str, run_id: str | None, sealed_ok: bo
             now=pipeline.now(),
             repair_reason=reason,
         )
-        unit.write_snapshot(
+        unit.apply.write_snapshot(
             load_date,
             controls=verified.controls,
             rows=verified.row_count,
             digest=verified.content_sha256,
         )
-        return to_record(verified), unit.target_digest(load_date, verified.content_sha256)
+        return to_record(verified), unit.apply.target_digest(load_date, verified.content_sha256)
 
     record = journal.execute(
         pipeline.store,
@@ -133,14 +133,14 @@ def _apply(pipeline: Pipeline, load_date: str, run_id: str | None, sealed_ok: bo
 
 def _record_apply_cost(
     pipeline: Pipeline,
-    unit: Unit,
+    unit: WarehouseWriter,
     result: ApplyResult,
     cost: Cost,
     run_id: str | None,
     candidate_bytes: int,
 ) -> None:
     events = sum(c.source_events for c in result.counts.values())
-    unit.record_cost(
+    unit.evidence.record_cost(
         run_id=run_id,
         step="apply",
         partition_key=result.load_date,
@@ -154,14 +154,14 @@ def _record_apply_cost(
 
 def _keep_failed_state(
     pipeline: Pipeline,
-    unit: Unit,
+    unit: WarehouseWriter,
     plan: DatePlan,
     result: ApplyResult,
     cost: Cost,
     run_id: str | None,
 ) -> tuple[dict[str, Any], str | None]:
     assert result.candidate_rows is not None and result.content_sha256 is not None
-    path = unit.record_failed_candidate(
+    path = unit.publish.record_failed_candidate(
         pipeline.settings.home,
         asset="current_orders",
         key=plan.load_date,
@@ -175,7 +175,7 @@ def _keep_failed_state(
     _record_apply_cost(
         pipeline, unit, result=result, cost=cost, run_id=run_id, candidate_bytes=path.stat().st_size
     )
-    unit.insert_attempt(
+    unit.evidence.insert_attempt(
         plan.load_date,
         plan.gate_key,
         status=DateStatus.FAILED_CANDIDATE.value,
@@ -196,7 +196,7 @@ def _chain(decision: Decision, plan: DatePlan) -> list[DatePlan]:
 
 def _apply_chain(
     pipeline: Pipeline,
-    unit: Unit,
+    unit: WarehouseWriter,
     chain: list[DatePlan],
     *,
     first: str,
@@ -206,12 +206,12 @@ def _apply_chain(
     """Fold and gate each date of the chain in order, in the caller's transaction; stops at the
     first date that is blocked or fails its gate."""
     for later in chain[1:]:  # their event ids and history may meet the late delivery's: undo first
-        unit.undo_load_date(later.load_date, pipeline.now())
+        unit.apply.undo_load_date(later.load_date, pipeline.now())
     results: list[ApplyResult] = []
     for n, each in enumerate(chain):
         if n:
             failpoints.hit(pipeline.settings.fail_point, "restate.between_dates")
-        result = unit.apply_load_date(
+        result = unit.apply.apply_load_date(
             each, first_date=first, run_id=run_id, now=pipeline.now(), sealed_ok=sealed_ok, restate=n > 0
         )
         results.append(result)
@@ -231,11 +231,11 @@ def _chained(results: list[ApplyResult]) -> ApplyResult:
 
 
 def _block_chain(
-    pipeline: Pipeline, unit: Unit, *, chain: list[DatePlan], blocked: ApplyResult
+    pipeline: Pipeline, unit: WarehouseWriter, *, chain: list[DatePlan], blocked: ApplyResult
 ) -> tuple[dict[str, Any], str | None]:
     """A later date of the chain broke the contract with the late delivery in place (e.g. an event
     id it reuses with other content): nothing of the chain applies; the late date is BLOCKED,
     blamed on its late batch (``core/blame.py``)."""
     reason = late_conflict_reason(chain, blocked.load_date, blocked.reasons[0])
-    unit.record_attempt(chain[0], status=PartitionStatus.BLOCKED, reason=reason, now=pipeline.now())
+    unit.apply.record_attempt(chain[0], status=PartitionStatus.BLOCKED, reason=reason, now=pipeline.now())
     return to_record(ApplyResult(chain[0].load_date, ApplyOutcome.BLOCKED, reasons=(reason,))), None

@@ -9,7 +9,7 @@ def record_backfill(
     pipeline: Pipeline, backfill_id: str, asset: str, first: str, last: str, note: str, operator: str
 ) -> None:
     with pipeline.store.transaction() as unit:
-        unit.record_backfill(
+        unit.evidence.record_backfill(
             backfill_id,
             asset=asset,
             first=first,

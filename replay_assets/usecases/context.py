@@ -12,6 +12,7 @@ from replay_assets.core.config import Settings
 from replay_assets.storage import ports
 from replay_assets.storage.db import in_progress
 from replay_assets.storage.db.clock import VirtualClock, real_now, sleep_real
+from replay_assets.storage.db.connection_ports import DuckDBReading, DuckDBWriting
 from replay_assets.storage.db.unit import DuckDBStore
 from replay_assets.storage.db.warehouse import Warehouse, WarehouseReader
 
@@ -20,16 +21,16 @@ class Pipeline:
     def __init__(
         self,
         settings: Settings,
-        writer: ports.WarehouseWriter | None = None,
-        reader: ports.WarehouseReader | None = None,
+        writer: DuckDBWriting | None = None,
+        reader: DuckDBReading | None = None,
         store: ports.Store | None = None,
     ) -> None:
         self.settings = settings
         self.clock = VirtualClock(settings.home, settings.fixed_now) if settings.fixed_now else None
         timeout = settings.lock_timeout_seconds
-        self.warehouse: ports.WarehouseWriter = writer or Warehouse(settings.home, timeout)
+        self.warehouse: DuckDBWriting = writer or Warehouse(settings.home, timeout)
         copy = settings.home / "published.duckdb"  # answers readers while a writer holds the warehouse
-        self.reader: ports.WarehouseReader = reader or WarehouseReader(settings.home, timeout, fallback=copy)
+        self.reader: DuckDBReading = reader or WarehouseReader(settings.home, timeout, fallback=copy)
         self.store: ports.Store = store or _store(settings, self.warehouse, self.reader)
 
     def doing(self, use_case: str, partition: str, run_id: str | None) -> AbstractContextManager[None]:
@@ -56,7 +57,7 @@ class Pipeline:
             sleep_real(seconds)
 
 
-def _store(settings: Settings, writer: ports.WarehouseWriter, reader: ports.WarehouseReader) -> ports.Store:
+def _store(settings: Settings, writer: DuckDBWriting, reader: DuckDBReading) -> ports.Store:
     """The warehouse engine the settings name: DuckDB in the home, or Delta through Spark Connect
     (imported only then: the ``spark`` extra)."""
     if settings.warehouse == "spark":

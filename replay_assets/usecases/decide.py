@@ -17,7 +17,7 @@ from replay_assets.core.plan import (
 )
 from replay_assets.core.status import DateStatus
 from replay_assets.storage.landing import area as landing_area
-from replay_assets.storage.unit import Unit
+from replay_assets.storage.unit import WarehouseReader
 from replay_assets.usecases.context import Pipeline
 
 # DELAYED is applicable on purpose: a manual or backfill run of a date whose predecessor is not
@@ -42,7 +42,7 @@ class Decision:
         return [p for p in self.plans if p.status in PROGRESSING]
 
 
-def decide_with(pipeline: Pipeline, unit: Unit) -> tuple[Decision, dict[str, landing_area.Seen]]:
+def decide_with(pipeline: Pipeline, unit: WarehouseReader) -> tuple[Decision, dict[str, landing_area.Seen]]:
     """Readable manifests are kept by their content hash (never by batch id alone: a batch
     id used twice must be seen twice, so the plan can fail the second use closed); an
     unreadable one in a load-date folder is a delivery that is not ready, so its date
@@ -50,7 +50,7 @@ def decide_with(pipeline: Pipeline, unit: Unit) -> tuple[Decision, dict[str, lan
     settings = pipeline.settings
     seen = landing_area.scan_paths(landing_area.manifest_paths(settings.landing), settings.limits)
     deliveries, by_sha = deliveries_of(pipeline, seen)
-    facts = unit.warehouse_facts()
+    facts = unit.apply.warehouse_facts()
     return plan_deliveries(pipeline, facts, seen, deliveries=deliveries, sources=settings.sources), by_sha
 
 
@@ -97,7 +97,7 @@ def read_horizon(pipeline: Pipeline) -> tuple[Decision, str]:
     """The decision and the newest load date behind the replay horizon ("" for none), from one
     read of the last committed state (no writer lock)."""
     with pipeline.store.read() as unit:
-        return decide_with(pipeline, unit)[0], unit.pruned_through()
+        return decide_with(pipeline, unit)[0], unit.retention.pruned_through()
 
 
 def plan_for(decision: Decision, load_date: str) -> DatePlan:

@@ -19,7 +19,7 @@ from replay_assets.storage.evidence.costs import measure
 from replay_assets.storage.landing import area as landing_area
 from replay_assets.storage.landing import prefetch
 from replay_assets.storage.landing.ingest import Landed
-from replay_assets.storage.unit import Unit
+from replay_assets.storage.unit import WarehouseWriter
 from replay_assets.usecases.context import Pipeline
 from replay_assets.usecases.decide import APPLICABLE, decide_with, plan_for
 
@@ -44,7 +44,7 @@ def _land(pipeline: Pipeline, load_date: str, run_id: str | None, *, sealed_ok: 
                 raise ReplayError(
                     ErrorCode.NOT_READY, f"load date {load_date} is {plan.status}: {plan.reason}"
                 )
-            behind = retention.refusal(load_date, unit.pruned_through(), "landing a late batch")
+            behind = retention.refusal(load_date, unit.retention.pruned_through(), "landing a late batch")
             if behind and plan.status is DateStatus.LATE_DELIVERY:
                 raise ReplayError(ErrorCode.BEHIND_HORIZON, behind)
             landed = [
@@ -62,7 +62,9 @@ def _land(pipeline: Pipeline, load_date: str, run_id: str | None, *, sealed_ok: 
     with pipeline.store.transaction() as unit:
         decision, _ = decide_with(pipeline, unit)
         plan = plan_for(decision, load_date)
-        unit.record_attempt(plan, status=PartitionStatus.BLOCKED_UPSTREAM, reason=problem, now=pipeline.now())
+        unit.apply.record_attempt(
+            plan, status=PartitionStatus.BLOCKED_UPSTREAM, reason=problem, now=pipeline.now()
+        )
     raise ReplayError(ErrorCode.NOT_READY, f"load date {load_date}: {problem}")
 
 
@@ -85,7 +87,7 @@ def _prefetch_next(
 
 def _land_batch(
     pipeline: Pipeline,
-    unit: Unit,
+    unit: WarehouseWriter,
     seen: landing_area.Seen,
     load_date: str,
     run_id: str | None,
@@ -96,7 +98,7 @@ def _land_batch(
     records = landing_area.records_file(seen.path.parent, manifest)
     try:
         with measure() as cost:
-            batch = unit.land_batch(
+            batch = unit.landing.land_batch(
                 manifest,
                 files=files,
                 ctx=validation_context(pipeline, manifest),
@@ -107,7 +109,7 @@ def _land_batch(
         raise landing_area.DeliveryMismatch(f"batch {manifest.batch_id}: {mismatch}") from mismatch
     if batch.new:
         cost.cpu_seconds += batch.worker_cpu_seconds  # CPU of every process the landing used
-        unit.record_cost(
+        unit.evidence.record_cost(
             run_id=run_id,
             step="land",
             partition_key=load_date,

@@ -11,7 +11,7 @@ from replay_assets.core.slo import PartitionSlo, Slo, Slos
 from replay_assets.core.status import PartitionStatus
 from replay_assets.storage.db import in_progress
 from replay_assets.storage.publish import reverify
-from replay_assets.storage.unit import Unit
+from replay_assets.storage.unit import WarehouseReader
 from replay_assets.usecases.context import Pipeline
 from replay_assets.usecases.decide import Decision, decide_with
 
@@ -22,7 +22,7 @@ class Operations:
 
     def record_step(self, run_id: str, step: str, key: str, attempt: int, outcome: str, detail: str) -> None:
         with self.pipeline.store.transaction() as unit:
-            unit.record_step_attempt(
+            unit.evidence.record_step_attempt(
                 run_id,
                 step=step,
                 partition_key=key,
@@ -34,11 +34,11 @@ class Operations:
 
     def step_attempts(self, run_id: str) -> list[tuple[str, str, int, str, str]]:
         with self.pipeline.store.connect() as unit:
-            return unit.step_attempts(run_id)
+            return unit.evidence.step_attempts(run_id)
 
     def slo(self, load_date: str) -> Slo | None:
         with self.pipeline.store.read() as unit:
-            return unit.slo_for(load_date, self.pipeline.settings.slo)
+            return unit.evidence.slo_for(load_date, self.pipeline.settings.slo)
 
     def daily_slo(self, business_date: str) -> PartitionSlo | None:
         """One business date's service levels, with the load date they are measured on."""
@@ -48,21 +48,21 @@ class Operations:
     def daily_slos(self, business_dates: list[str]) -> dict[str, Slo | None]:
         """The service levels of these business dates of daily_aggregates (None: none yet)."""
         with self.pipeline.store.read() as unit:
-            found = unit.daily_slos(self.pipeline.settings.slo, business_dates)
+            found = unit.evidence.daily_slos(self.pipeline.settings.slo, business_dates)
         return {day: found[day][0] if day in found else None for day in business_dates}
 
-    def _slos(self, unit: Unit, business_date: str | None = None) -> Slos:
+    def _slos(self, unit: WarehouseReader, business_date: str | None = None) -> Slos:
         """Every certified partition's service levels (only the daily ones of ``business_date``
         when given), keyed by (asset, partition)."""
         policy = self.pipeline.settings.slo
         out: Slos = {}
         if business_date is None:
-            for key in unit.published_partitions("current_orders"):
-                slo = unit.slo_for(key, policy)
+            for key in unit.publish.published_partitions("current_orders"):
+                slo = unit.evidence.slo_for(key, policy)
                 if slo is not None:
                     out["current_orders", key] = PartitionSlo("current_orders", key, key, slo)
         days = None if business_date is None else [business_date]
-        for day, (slo, fed_by) in unit.daily_slos(policy, days).items():
+        for day, (slo, fed_by) in unit.evidence.daily_slos(policy, days).items():
             out["daily_aggregates", day] = PartitionSlo("daily_aggregates", day, fed_by, slo)
         return out
 
@@ -70,9 +70,13 @@ class Operations:
         """Recompute published partitions as of their own load dates; flag mismatches SUSPECT
         (still visible, with the reason) until a repair certifies them again."""
         with self.pipeline.store.transaction() as unit:
-            verdict = unit.reverify_state() if asset == "current_orders" else unit.reverify_aggregates()
+            verdict = (
+                unit.reports.reverify_state()
+                if asset == "current_orders"
+                else unit.reports.reverify_aggregates()
+            )
             for key, reason in verdict.reasons.items():
-                unit.set_status(
+                unit.evidence.set_status(
                     asset,
                     keys=[key],
                     status=PartitionStatus.SUSPECT,
@@ -84,18 +88,18 @@ class Operations:
     def daily_totals(self, first: str, last: str) -> list[dict[str, Any]]:
         """Certified totals per business date over all stores (for the UI's chart)."""
         with self.pipeline.store.connect() as unit:
-            return unit.daily_totals(first, last)
+            return unit.reports.daily_totals(first, last)
 
     def reconcile(self) -> list[dict[str, Any]]:
         """Per load date: the reconciliation sums and whether they add up (SPEC 3.5)."""
         with self.pipeline.store.connect() as unit:
-            return unit.reconciliation_report()
+            return unit.reports.reconciliation_report()
 
     def check_segments(self) -> tuple[int, list[dict[str, object]]]:
         """The landing's registered segment files, and those whose bytes are not what was
         registered (gone, resized or changed)."""
         with self.pipeline.store.connect() as unit:
-            return unit.check_segments()
+            return unit.landing.check_segments()
 
     def status_report(self) -> tuple[Decision, dict[str, list[dict[str, Any]]], Slos]:
         """Read-only, in one read of the last committed state (one wait at most while a writer
@@ -103,9 +107,9 @@ class Operations:
         statuses overlaid (what the next ``run`` records), and the service levels."""
         with self.pipeline.store.read() as unit:
             decision = decide_with(self.pipeline, unit)[0]
-            report = unit.status_report()
+            report = unit.reports.status_report()
             slos = self._slos(unit)
-            horizon = unit.pruned_through()
+            horizon = unit.retention.pruned_through()
         keep = self.pipeline.settings.retention_load_dates
         report["retention"] = [{"retention_load_dates": keep, "pruned_through": horizon or None}]
         report["partitions"] = with_waiting_statuses(
@@ -116,7 +120,7 @@ class Operations:
     def run_costs(self, run_id: str, step: str) -> dict[str, float]:
         """Cost evidence of one step of one run, for asset metadata."""
         with self.pipeline.store.connect() as unit:
-            return unit.run_costs(run_id, step)
+            return unit.evidence.run_costs(run_id, step)
 
     def reading(self) -> dict[str, Any]:
         """Where the last read came from, and what a writer is doing now (if anything)."""
@@ -130,10 +134,10 @@ class Operations:
         live = self.status_report()[1]["partitions"]
         rows = sorted((r for r in live if r["partition_key"] == partition), key=lambda r: str(r["asset"]))
         with self.pipeline.store.read() as unit:
-            pointer = unit.certified_pointer()
-            versions = unit.newest_versions(partition)
+            pointer = unit.publish.certified_pointer()
+            versions = unit.publish.newest_versions(partition)
             found = self._slos(unit, partition)
-            slo = unit.slo_for(partition, self.pipeline.settings.slo)
+            slo = unit.evidence.slo_for(partition, self.pipeline.settings.slo)
         if slo is not None:
             found["current_orders", partition] = PartitionSlo("current_orders", partition, partition, slo)
         return consumer_text(partition, rows, versions=versions, pointer=pointer, slos=found)

@@ -11,7 +11,7 @@ from replay_assets.storage.apply.facts import contiguous_ranges
 from replay_assets.storage.evidence.costs import measure
 from replay_assets.storage.journal import executor as journal
 from replay_assets.storage.publish.aggregates import Published
-from replay_assets.storage.unit import Unit
+from replay_assets.storage.unit import WarehouseWriter
 from replay_assets.usecases.context import Pipeline
 from replay_assets.usecases.recover import refresh_published
 
@@ -24,15 +24,15 @@ def publish(pipeline: Pipeline, business_dates: list[str], run_id: str | None) -
 
 def _publish(pipeline: Pipeline, dates: list[str], run_id: str | None) -> list[Published]:
     with pipeline.store.connect() as unit:
-        op = unit.publish_operation(dates)
+        op = unit.publish.publish_operation(dates)
 
-    def mutate(unit: Unit) -> tuple[dict[str, Any], str | None]:
+    def mutate(unit: WarehouseWriter) -> tuple[dict[str, Any], str | None]:
         with measure() as cost:
-            published = unit.publish_aggregates(
+            published = unit.publish.publish_aggregates(
                 pipeline.settings.home, dates=dates, run_id=run_id, now=pipeline.now()
             )
         key = f"{dates[0]}..{dates[-1]}" if dates else ""
-        unit.record_cost(
+        unit.evidence.record_cost(
             run_id=run_id,
             step="publish",
             partition_key=key,
@@ -41,14 +41,14 @@ def _publish(pipeline: Pipeline, dates: list[str], run_id: str | None) -> list[P
             rows_written=sum(p.rows for p in published),
             candidate_bytes=sum(p.candidate_bytes for p in published),
         )
-        return {"published": [p.to_record() for p in published]}, unit.publications_digest(dates)
+        return {"published": [p.to_record() for p in published]}, unit.publish.publications_digest(dates)
 
     record = journal.execute(
         pipeline.store,
         op,
         mutate=mutate,
         evidence=lambda: refresh_published(pipeline),
-        target_now=lambda unit, _: unit.publications_digest(dates),
+        target_now=lambda unit, _: unit.publish.publications_digest(dates),
         clock=pipeline.now,
         fail_point=pipeline.settings.fail_point,
     )
@@ -62,6 +62,6 @@ def pending_restatements(
     Read through the reader (the last committed state, never the writer lock), so a sensor
     answers while a load runs."""
     with pipeline.store.read(timeout) as unit:
-        rows = unit.pending_groups()
+        rows = unit.publish.pending_groups()
     dates = sorted({r[0] for r in rows})
     return contiguous_ranges(dates), sha256_text(canonical_json([list(r) for r in rows]))

@@ -16,6 +16,7 @@ def finish_in_doubt(pipeline: Pipeline) -> list[str]:
 
 def refresh_published(pipeline: Pipeline) -> list[str]:
     """Export what is certified to the published copy (idempotent; after a crash between a
-    commit and its export, the next call catches up)."""
-    with pipeline.store.connect() as unit:
-        return unit.refresh_published_copy(pipeline.settings.home)
+    commit and its export, the next call catches up). A writer's unit: it writes no warehouse
+    row, but the files it replaces are the writers' to keep in step."""
+    with pipeline.store.transaction() as unit:
+        return unit.publish.refresh_published_copy(pipeline.settings.home)

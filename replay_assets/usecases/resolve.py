@@ -16,7 +16,7 @@ from replay_assets.core.blame import blames_late, names_batch
 from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.plan import DatePlan
 from replay_assets.core.status import DateStatus, PartitionStatus
-from replay_assets.storage.unit import Unit
+from replay_assets.storage.unit import WarehouseReader
 from replay_assets.usecases.context import Pipeline
 from replay_assets.usecases.decide import decide_with, plan_for
 
@@ -25,13 +25,13 @@ def reland(pipeline: Pipeline, batch_id: str, note: str, operator: str) -> str:
     """Remove the landed rows of a batch the schema gate blocked so the next run lands it again
     under today's upcasters; returns its load date. Refused for any other batch."""
     with pipeline.store.transaction() as unit:
-        known = unit.landed_batch(batch_id)
+        known = unit.landing.landed_batch(batch_id)
         if not known:
             raise ReplayError(ErrorCode.UNKNOWN_BATCH, f"no landed batch with batch id {batch_id}")
         day, manifest_sha = known
         decision, _ = decide_with(pipeline, unit)
         plan = plan_for(decision, day)
-        gated = unit.schema_gated(batch_id)
+        gated = unit.landing.schema_gated(batch_id)
         if plan.status is not DateStatus.BLOCKED or not gated:
             raise ReplayError(
                 ErrorCode.USAGE,
@@ -39,11 +39,11 @@ def reland(pipeline: Pipeline, batch_id: str, note: str, operator: str) -> str:
                 "only such a batch can be landed again",
             )
         now = pipeline.now()
-        unit.record_relanding(
+        unit.landing.record_relanding(
             batch_id, day, manifest_sha, violations=gated, note=note, operator=operator, now=now
         )
         # the newest attempt of this input: ready again (a new block will follow it)
-        unit.insert_attempt(
+        unit.evidence.insert_attempt(
             day,
             plan.identity,
             status=DateStatus.READY.value,
@@ -57,7 +57,7 @@ def resolve(pipeline: Pipeline, batch_id: str, note: str, operator: str) -> None
     with pipeline.store.transaction() as unit:
         decision, _ = decide_with(pipeline, unit)
         delivered = {d.load_date for p in decision.plans for d in p.batches if d.batch_id == batch_id}
-        known = unit.landed_batch(batch_id)
+        known = unit.landing.landed_batch(batch_id)
         if not delivered and not known:
             raise ReplayError(ErrorCode.UNKNOWN_BATCH, f"no delivery with batch id {batch_id}")
         days = sorted(delivered | ({known[0]} if known else set()))
@@ -71,24 +71,24 @@ def resolve(pipeline: Pipeline, batch_id: str, note: str, operator: str) -> None
                 "blocks a BLOCKED or BLOCKED_UPSTREAM load date can be skipped",
             )
         now = pipeline.now()
-        unit.record_skip(batch_id, note=note, operator=operator, now=now)
+        unit.landing.record_skip(batch_id, note=note, operator=operator, now=now)
         # a late batch skipped on a sealed date: the date is back on the input it was certified
         # with, and nothing will apply it again to say so
         after, _ = decide_with(pipeline, unit)
         for day in blocked:
             if plan_for(after, day).status is DateStatus.APPLIED:
                 reason = f"batch {batch_id} skipped: the input this load date was certified with stands"
-                unit.set_status(
+                unit.evidence.set_status(
                     "current_orders", keys=[day], status=PartitionStatus.CERTIFIED, reason=reason, now=now
                 )
 
 
-def _blocks(unit: Unit, plan: DatePlan, batch_id: str) -> bool:
+def _blocks(unit: WarehouseReader, plan: DatePlan, batch_id: str) -> bool:
     """Whether ``batch_id`` is what blocks ``plan``'s load date: a contract violation of its
     own, a late batch whose chain it blocked, or its delivery is the one not ready (the last
     two named by the reason, ``core/blame.py``)."""
     if plan.status is DateStatus.BLOCKED:
-        own = unit.violated_on(batch_id, plan.load_date) or blames_late(plan.reason, batch_id)
+        own = unit.landing.violated_on(batch_id, plan.load_date) or blames_late(plan.reason, batch_id)
         return own and batch_id in {d.batch_id for d in plan.batches}
     if plan.status is DateStatus.BLOCKED_UPSTREAM:
         named = names_batch(plan.reason, batch_id)

@@ -20,12 +20,12 @@ Entry = tuple[Path, str | None, settled.Listed]
 
 def cursor(pipeline: Pipeline, sensor: str) -> str | None:
     with pipeline.store.connect() as unit:
-        return unit.sensor_cursor(sensor)
+        return unit.evidence.sensor_cursor(sensor)
 
 
 def save_cursor(pipeline: Pipeline, sensor: str, cursor: str) -> None:
     with pipeline.store.transaction() as unit:
-        unit.save_sensor_cursor(sensor, cursor)
+        unit.evidence.save_sensor_cursor(sensor, cursor)
 
 
 def sense(pipeline: Pipeline, previous: str | None, timeout: float | None = 0) -> tuple[Decision, str]:
@@ -35,7 +35,7 @@ def sense(pipeline: Pipeline, previous: str | None, timeout: float | None = 0) -
     changed, not every delivery ever made. Every date that is not settled is planned exactly as
     a full read plans it; a settled one plans as APPLIED."""
     with pipeline.store.read(timeout) as unit:
-        facts = unit.warehouse_facts()
+        facts = unit.apply.warehouse_facts()
     settings = pipeline.settings
     entries = list_manifests(settings.landing)
     listing = [e for _, _, e in entries]

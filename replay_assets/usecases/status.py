@@ -14,7 +14,7 @@ def record_waiting_statuses(pipeline: Pipeline) -> Decision:
         decision, _ = decide_with(pipeline, unit)
         for plan in decision.plans:
             if plan.status in WAITING_PARTITION_STATUS:
-                unit.set_status(
+                unit.evidence.set_status(
                     "current_orders",
                     keys=[plan.load_date],
                     status=WAITING_PARTITION_STATUS[plan.status],

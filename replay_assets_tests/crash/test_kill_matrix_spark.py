@@ -50,8 +50,8 @@ def outcome(s: Session) -> dict[str, Any]:
         return sorted(tuple(r[c] for c in columns) for r in store_rows(s.pipeline.store, table))
 
     with s.pipeline.store.read() as unit:
-        aggregates = unit.export_table("daily_aggregates", None).drop("certified_at")
-        pending = len([g for g in unit.pending_groups()])
+        aggregates = unit.reports.export_table("daily_aggregates", None).drop("certified_at")
+        pending = len([g for g in unit.publish.pending_groups()])
     return {
         "publications": rows("publications", "asset", "partition_key", "version", "content_sha256"),
         "snapshots": rows("snapshots", "load_date", "content_sha256"),

@@ -21,7 +21,7 @@ import pytest
 from replay_assets.core.config import CONFIG_FILE, settings_from
 from replay_assets.demo.scenarios import seed000, seed001, seed002, seed003
 from replay_assets.entrypoints.session import Session
-from replay_assets.storage.db.unit import DuckDBUnit
+from replay_assets.storage.db.unit import DuckDBWriter
 from replay_assets.storage.publish import exports
 from replay_assets.usecases.land import land
 from replay_assets.usecases.resolve import resolve
@@ -52,7 +52,7 @@ def tables(s: Session) -> dict[str, Any]:
     with s.pipeline.store.read() as unit:
         found = {}
         for name in sorted(exports.PUBLISHED):
-            frame = unit.export_table(name, None)
+            frame = unit.reports.export_table(name, None)
             found[name] = frame.drop([c for c in frame.columns if c in VOLATILE]).to_dicts()
         return found
 
@@ -135,14 +135,14 @@ def _lose_rejections(s: Session, batch_id: str) -> None:
     """The deliberate fault of seed 002: the batch's rejection evidence deleted behind the
     pipeline's back, on either engine."""
     with s.pipeline.store.transaction() as unit:
-        if isinstance(unit, DuckDBUnit):
+        if isinstance(unit, DuckDBWriter):
             unit.con.execute("DELETE FROM rejected_events WHERE batch_id = ?", [batch_id])
         else:
-            found = unit.spark.createDataFrame([(batch_id,)], "batch_id string")
+            found = unit.ops.spark.createDataFrame([(batch_id,)], "batch_id string")
             delete = (
                 "MERGE INTO {target} t USING {source} s ON t.batch_id = s.batch_id WHEN MATCHED THEN DELETE"
             )
-            unit.merge_frame("rejected_events", found, delete, matches=("batch_id",))
+            unit.ops.merge_frame("rejected_events", found, delete, matches=("batch_id",))
 
 
 def _candidates(s: Session) -> list[tuple[Any, ...]]:

@@ -19,13 +19,13 @@ def test_a_large_frame_goes_in_slices_and_its_scratch_table_goes_with_the_unit(
     monkeypatch.setattr(frames, "LOCAL_BYTES", table.nbytes // 7)  # eight slices
     store = SparkStore(spark, str(tmp_path / "warehouse"))
     with store.read() as unit:
-        sent = unit.local(table)
-        assert sorted(tuple(r.values()) for r in unit.rows(sent)) == sorted(
+        sent = unit.ops.local(table)
+        assert sorted(tuple(r.values()) for r in unit.ops.rows(sent)) == sorted(
             zip(*table.to_pydict().values(), strict=True)
         )
-        [scratch] = unit.scratch
+        [scratch] = unit.ops.scratch
         log = Path(scratch) / "_delta_log"
         assert len([f for f in log.iterdir() if f.suffix == ".json"]) == 8  # one append per slice
-        small = unit.local(table.slice(0, 10))
-        assert unit.rows(small) == table.slice(0, 10).to_pylist() and len(unit.scratch) == 1
+        small = unit.ops.local(table.slice(0, 10))
+        assert unit.ops.rows(small) == table.slice(0, 10).to_pylist() and len(unit.ops.scratch) == 1
     assert not Path(scratch).exists()

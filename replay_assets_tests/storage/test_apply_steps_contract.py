@@ -97,7 +97,7 @@ def _steps(opened: Any, unit: Any) -> Any:
         return DuckDBApplySteps(unit.con)
     from replay_assets.storage.spark.apply import SparkApplySteps
 
-    return SparkApplySteps(unit)
+    return SparkApplySteps(unit.ops)
 
 
 def _apply_writes(opened: Any, plan: Any) -> dict[str, Any]:
@@ -140,7 +140,9 @@ def test_the_fold_and_its_writes_are_the_same_on_every_engine(
                 assert seen.manifest is not None
                 files = area.delivery_files(seen.path.parent, seen.manifest)
                 with opened.store.transaction() as unit:
-                    unit.land_batch(seen.manifest, files=files, ctx=_ctx(pipeline, seen.manifest), now=NOW)
+                    unit.landing.land_batch(
+                        seen.manifest, files=files, ctx=_ctx(pipeline, seen.manifest), now=NOW
+                    )
             answers = _apply_writes(opened, plan)
             answers["tables"] = {t: table_rows(opened, t) for t in WRITTEN}
             found[kind] = answers
@@ -200,19 +202,21 @@ def test_applying_load_dates_certifies_the_same_state_on_every_engine(
             for day in (d1, d2, d2, d3):
                 records += _applied(opened, plans[day], day)
             with opened.store.transaction() as unit:  # the backfill lane's chain, in one unit
-                unit.undo_load_date(d2, NOW)
-                records += _recorded(unit, unit.apply_load_date(late, **_AT, sealed_ok=True), d1)
-                again = unit.apply_load_date(plans[d2], **_AT, sealed_ok=True, restate=True)
+                unit.apply.undo_load_date(d2, NOW)
+                records += _recorded(unit, unit.apply.apply_load_date(late, **_AT, sealed_ok=True), d1)
+                again = unit.apply.apply_load_date(plans[d2], **_AT, sealed_ok=True, restate=True)
                 records += _recorded(unit, again, d2)
             dates = sorted({d for r in records[::2] for d in r["affected_business_dates"]})
             with opened.store.transaction() as unit:  # the restatement of every date they changed
-                published = unit.publish_aggregates(tmp_path / kind, dates=dates, run_id="run-2", now=NOW)
+                published = unit.publish.publish_aggregates(
+                    tmp_path / kind, dates=dates, run_id="run-2", now=NOW
+                )
                 records += [p.to_record() for p in published]
                 started = NOW - dt.timedelta(minutes=3)  # the run that applied: the SLOs' duration
                 attempt = {"step": "apply", "attempt": 1, "outcome": "STARTED", "detail": "", "now": started}
-                unit.record_step_attempt("run-1", partition_key="2026-01-02", **attempt)
+                unit.evidence.record_step_attempt("run-1", partition_key="2026-01-02", **attempt)
                 reason = "the source is not ready"
-                unit.record_attempt(
+                unit.apply.record_attempt(
                     plans[d3], status=PartitionStatus.BLOCKED_UPSTREAM, reason=reason, now=NOW
                 )
             records.append(_facts(opened, plans, late))
@@ -258,41 +262,43 @@ def _land_all(opened: Any, pipeline: Pipeline) -> None:
         assert seen.manifest is not None
         files = area.delivery_files(seen.path.parent, seen.manifest)
         with opened.store.transaction() as unit:
-            unit.land_batch(seen.manifest, files=files, ctx=_ctx(pipeline, seen.manifest), now=NOW)
+            unit.landing.land_batch(seen.manifest, files=files, ctx=_ctx(pipeline, seen.manifest), now=NOW)
 
 
 def _applied(opened: Any, plan: Any, day: str) -> list[Any]:
     with opened.store.transaction() as unit:
-        return _recorded(unit, unit.apply_load_date(plan, **_AT), day)
+        return _recorded(unit, unit.apply.apply_load_date(plan, **_AT), day)
 
 
 def _recorded(unit: Any, result: Any, day: str) -> list[Any]:
     from replay_assets.storage.apply.load_date import to_record
 
-    return [to_record(result), unit.target_digest(day, result.content_sha256 or "")]
+    return [to_record(result), unit.apply.target_digest(day, result.content_sha256 or "")]
 
 
 def _facts(opened: Any, plans: dict[str, Any], late: Any) -> dict[str, Any]:
     """What a reader of the warehouse sees of its load dates, publications and horizon."""
     with opened.store.read() as unit:
-        facts = unit.warehouse_facts()
+        facts = unit.apply.warehouse_facts()
         found: dict[str, Any] = {
             "facts": (facts.applied, facts.blocked, facts.skipped, facts.landed, facts.pointer),
-            "pruned_through": (facts.pruned_through, unit.pruned_through()),
-            "applied": unit.applied_dates(),
-            "pointer": unit.certified_pointer(),
-            "published": [unit.published_partitions(a) for a in ("current_orders", "daily_aggregates")],
-            "versions": unit.newest_versions("2026-01-01"),
-            "operations": [unit.apply_operation(plan) for plan in (*plans.values(), late)],
-            "pruning": unit.prune_operation("2026-01-02"),
-            "publications": unit.publications_digest(["2026-01-01", "2026-01-02", "2026-01-09"]),
+            "pruned_through": (facts.pruned_through, unit.retention.pruned_through()),
+            "applied": unit.retention.applied_dates(),
+            "pointer": unit.publish.certified_pointer(),
+            "published": [
+                unit.publish.published_partitions(a) for a in ("current_orders", "daily_aggregates")
+            ],
+            "versions": unit.publish.newest_versions("2026-01-01"),
+            "operations": [unit.apply.apply_operation(plan) for plan in (*plans.values(), late)],
+            "pruning": unit.retention.prune_operation("2026-01-02"),
+            "publications": unit.publish.publications_digest(["2026-01-01", "2026-01-02", "2026-01-09"]),
         }
-        unit.require_landed(late)
+        unit.apply.require_landed(late)
         unlanded = dataclasses.replace(
             late, batches=(*late.batches, dataclasses.replace(late.batches[0], batch_id="B-none"))
         )
         with pytest.raises(ReplayError) as refused:
-            unit.require_landed(unlanded)
+            unit.apply.require_landed(unlanded)
         found["refused"] = (refused.value.code, str(refused.value))
     return found
 
@@ -301,20 +307,20 @@ def _reports(opened: Any, dates: list[str]) -> dict[str, Any]:
     """What the use cases report from a reader's unit: exports, status, reconciliation, totals,
     service levels, the next publishing's identity and what it releases, re-verification."""
     with opened.store.read() as unit:
-        recon = unit.reconciliation_report()
+        recon = unit.reports.reconciliation_report()
         for row in recon:  # the statuses' order is the engine's
             row["statuses"] = sorted(str(row["statuses"]).split(","))
         return {
-            "exports": {name: unit.export_table(name, None).to_dicts() for name in exports.TABLES},
-            "as_of": unit.export_table("current_orders", "2026-01-04").to_dicts(),
-            "status": unit.status_report(),
+            "exports": {name: unit.reports.export_table(name, None).to_dicts() for name in exports.TABLES},
+            "as_of": unit.reports.export_table("current_orders", "2026-01-04").to_dicts(),
+            "status": unit.reports.status_report(),
             "reconciliation": recon,
-            "totals": unit.daily_totals("2026-01-01", "2026-01-31"),
-            "slo": unit.slo_for("2026-01-02", POLICY),
-            "slos": [unit.daily_slos(POLICY), unit.daily_slos(POLICY, dates[:1])],
-            "run_costs": unit.run_costs("run-3", "land"),
-            "publishing": [unit.publish_operation(dates), unit.pending_groups()],
-            "reverified": [unit.reverify_state(), unit.reverify_aggregates()],
+            "totals": unit.reports.daily_totals("2026-01-01", "2026-01-31"),
+            "slo": unit.evidence.slo_for("2026-01-02", POLICY),
+            "slos": [unit.evidence.daily_slos(POLICY), unit.evidence.daily_slos(POLICY, dates[:1])],
+            "run_costs": unit.evidence.run_costs("run-3", "land"),
+            "publishing": [unit.publish.publish_operation(dates), unit.publish.pending_groups()],
+            "reverified": [unit.reports.reverify_state(), unit.reports.reverify_aggregates()],
         }
 
 
@@ -324,7 +330,7 @@ def _operated(opened: Any, home: Path) -> dict[str, Any]:
     found: dict[str, Any] = {}
     with opened.store.transaction() as unit:
         cost = costs.Cost(cpu_seconds=0.25, wall_seconds=0.5)
-        unit.record_cost(
+        unit.evidence.record_cost(
             run_id="run-3",
             step="land",
             partition_key="2026-01-02",
@@ -333,22 +339,34 @@ def _operated(opened: Any, home: Path) -> dict[str, Any]:
             batch_id="B2",
             events=8,
         )
-        found["batch"] = [unit.landed_batch("B4"), unit.landed_batch("B-none"), unit.schema_gated("B4")]
-        found["violated"] = [unit.violated_on("B4", "2026-01-04"), unit.violated_on("B2", "2026-01-02")]
-        unit.record_skip("B3", note="not needed", operator="op", now=NOW)
-        unit.record_relanding("B4", "2026-01-04", "sha", violations=0, note="fixed", operator="op", now=NOW)
-        unit.record_backfill(
+        found["batch"] = [
+            unit.landing.landed_batch("B4"),
+            unit.landing.landed_batch("B-none"),
+            unit.landing.schema_gated("B4"),
+        ]
+        found["violated"] = [
+            unit.landing.violated_on("B4", "2026-01-04"),
+            unit.landing.violated_on("B2", "2026-01-02"),
+        ]
+        unit.landing.record_skip("B3", note="not needed", operator="op", now=NOW)
+        unit.landing.record_relanding(
+            "B4", "2026-01-04", "sha", violations=0, note="fixed", operator="op", now=NOW
+        )
+        unit.evidence.record_backfill(
             "bf-1", asset="current_orders", first="a", last="b", note="n", operator="op", now=NOW
         )
     with opened.store.transaction() as unit:
         found["pruned"] = [
-            unit.prune_load_date(day, operation_id=f"op-{day}", keep=1, now=NOW)
+            unit.retention.prune_load_date(day, operation_id=f"op-{day}", keep=1, now=NOW)
             for day in ("2026-01-02", "2026-01-03")
         ]
-        found["pruned_digest"] = [unit.pruned_digest("2026-01-03"), unit.pruned_digest("2026-01-04")]
+        found["pruned_digest"] = [
+            unit.retention.pruned_digest("2026-01-03"),
+            unit.retention.pruned_digest("2026-01-04"),
+        ]
     with opened.store.transaction() as unit:
         with pytest.raises(ReplayError) as refused:
-            unit.export_table("current_orders", "2026-01-03")
+            unit.reports.export_table("current_orders", "2026-01-03")
         found["behind"] = refused.value.code
     return found
 
@@ -357,10 +375,10 @@ def _check_published_copy(opened: Any, home: Path) -> None:
     """On Delta the published copy is a Delta table per consumer table, equal to its export (in
     no order: Delta keeps none), written again only when the warehouse moved."""
     with opened.store.connect() as unit:
-        written = unit.refresh_published_copy(home)
+        written = unit.publish.refresh_published_copy(home)
         assert written == [f"published/{t}" for t in sorted(exports.PUBLISHED)]
-        assert unit.refresh_published_copy(home) == []
+        assert unit.publish.refresh_published_copy(home) == []
         for table in exports.PUBLISHED:
-            copy = unit.spark.read.format("delta").load(f"{opened.root}/published/{table}")
-            exported = unit.export_table(table, None).to_dicts()
-            assert sorted(unit.rows(copy), key=str) == sorted(exported, key=str), table
+            copy = unit.ops.spark.read.format("delta").load(f"{opened.root}/published/{table}")
+            exported = unit.reports.export_table(table, None).to_dicts()
+            assert sorted(unit.ops.rows(copy), key=str) == sorted(exported, key=str), table

@@ -41,7 +41,7 @@ def _mutations(opened: Opened) -> list[str]:
 
 def _entry(opened: Opened, op: Operation) -> Any:
     with opened.store.read() as unit:
-        return unit.journal_entry(op.operation_id), unit.fence_committed(op.operation_id)
+        return unit.journal.journal_entry(op.operation_id), unit.journal.fence_committed(op.operation_id)
 
 
 def test_an_operation_mutates_once_and_a_retry_returns_its_record(opened: Opened) -> None:
@@ -112,9 +112,9 @@ def test_failed_evidence_leaves_a_committed_operation_that_recovery_completes_on
 def test_an_operator_hold_stops_every_operation(opened: Opened) -> None:
     held = operation("held")
     with opened.store.transaction() as unit:
-        entry = unit.create_or_get_entry(held, "pipeline", NOW)
+        entry = unit.journal.create_or_get_entry(held, "pipeline", NOW)
         for nxt in (S.PREPARED, S.COMMITTING, S.COMMIT_UNKNOWN):
-            entry = unit.cas_entry(entry, nxt=nxt, actor="operator", note="hold", now=NOW)
+            entry = unit.journal.cas_entry(entry, nxt=nxt, actor="operator", note="hold", now=NOW)
     calls: list[str] = []
     with pytest.raises(ReplayError) as refused:
         _execute(opened, calls=calls)
@@ -124,10 +124,10 @@ def test_an_operator_hold_stops_every_operation(opened: Opened) -> None:
 
 def test_a_compare_and_set_from_a_stale_entry_is_refused(opened: Opened) -> None:
     with opened.store.transaction() as unit:
-        stale = unit.create_or_get_entry(operation(), "pipeline", NOW)
-        unit.cas_entry(stale, nxt=S.PREPARED, actor="first", note="moved", now=NOW)
+        stale = unit.journal.create_or_get_entry(operation(), "pipeline", NOW)
+        unit.journal.cas_entry(stale, nxt=S.PREPARED, actor="first", note="moved", now=NOW)
     with pytest.raises(ReplayError) as refused, opened.store.transaction() as unit:
-        unit.cas_entry(stale, nxt=S.PREPARED, actor="second", note="stale", now=NOW)
+        unit.journal.cas_entry(stale, nxt=S.PREPARED, actor="second", note="stale", now=NOW)
     assert refused.value.code is ErrorCode.RECOVERY_CONFLICT
     assert _entry(opened, operation())[0].version == 2
 
@@ -166,9 +166,9 @@ def test_a_second_fence_of_one_operation_is_a_conflict(opened: Opened) -> None:
         pytest.skip("Delta tables have no key constraint")
     op = operation()
     with opened.store.transaction() as unit:
-        unit.write_fence(op, NOW)
+        unit.journal.write_fence(op, NOW)
     with pytest.raises(ReplayError) as refused, opened.store.transaction() as unit:
-        unit.write_fence(op, NOW)
+        unit.journal.write_fence(op, NOW)
     assert refused.value.code is ErrorCode.RECOVERY_CONFLICT
     with opened.store.read() as unit:
-        assert unit.fence_committed(op.operation_id)
+        assert unit.journal.fence_committed(op.operation_id)

@@ -12,7 +12,7 @@ from replay_assets.demo.scenarios import seed001
 from replay_assets.storage.journal import entries
 from replay_assets.storage.journal import executor as journal
 from replay_assets.storage.journal.identities import apply_operation
-from replay_assets.storage.unit import Unit
+from replay_assets.storage.unit import WarehouseWriter
 from replay_assets.usecases.apply import apply
 from replay_assets.usecases.context import Pipeline
 from replay_assets.usecases.decide import decide
@@ -45,11 +45,11 @@ def test_a_reused_operation_id_fails_before_the_executor_reads_or_writes_the_tar
     reused = journal.Operation(op_id, OTHER_INTENT, "apply_load_date", "current_orders", key, identity)
     calls: list[str] = []
 
-    def mutate(unit: Unit) -> tuple[dict[str, Any], str | None]:
+    def mutate(unit: WarehouseWriter) -> tuple[dict[str, Any], str | None]:
         calls.append("mutate")
         return {}, None
 
-    def target_now(unit: Unit, entry: journal.Entry) -> str | None:
+    def target_now(unit: WarehouseWriter, entry: journal.Entry) -> str | None:
         calls.append("target_now")
         return None
 

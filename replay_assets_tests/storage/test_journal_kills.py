@@ -56,11 +56,11 @@ def test_a_kill_at_any_journal_point_leaves_one_mutation_after_the_retry(
     committed = POINTS[point]
     assert mutations(opened.store) == (["MUTATED"] if committed else [])
     with opened.store.read() as unit:
-        assert unit.fence_committed(operation().operation_id) is committed
+        assert unit.journal.fence_committed(operation().operation_id) is committed
     assert execute(opened.store) == {"mutated": True}
     assert mutations(opened.store) == ["MUTATED"]
     with opened.store.read() as unit:
-        entry = unit.journal_entry(operation().operation_id)
+        entry = unit.journal.journal_entry(operation().operation_id)
     assert entry is not None and entry.state is CommitState.COMPLETE
 
 
@@ -87,5 +87,5 @@ def test_a_worker_that_decided_to_mutate_finds_the_commit_of_another_and_only_co
     assert child.wait(timeout=300) == 0
     assert mutations(opened.store) == ["MUTATED"]
     with opened.store.read() as unit:
-        entry = unit.journal_entry(operation().operation_id)
+        entry = unit.journal.journal_entry(operation().operation_id)
     assert entry is not None and entry.state is CommitState.COMPLETE

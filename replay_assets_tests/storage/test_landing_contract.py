@@ -105,7 +105,7 @@ def _land(opened: Opened, seen: area.Seen) -> Any:
     assert seen.manifest is not None
     files = area.delivery_files(seen.path.parent, seen.manifest)
     with opened.store.transaction() as unit:
-        return unit.land_batch(seen.manifest, files=files, ctx=CTX, now=NOW)
+        return unit.landing.land_batch(seen.manifest, files=files, ctx=CTX, now=NOW)
 
 
 def _landed(opened: Opened) -> dict[str, list[tuple[object, ...]]]:

@@ -167,12 +167,12 @@ def storage_views(p: Pipeline, last: str) -> dict[str, list[tuple[Any, ...]]]:
         return frame.with_columns(dates).select(columns).rows()
 
     with p.store.read() as unit:
-        aggregated = unit.export_table("daily_aggregates", None).sort("store_id", "business_date")
+        aggregated = unit.reports.export_table("daily_aggregates", None).sort("store_id", "business_date")
         return {
-            "state": rows(unit.export_table("current_orders", last), order),
-            "consumer": rows(unit.export_table("current_orders", None), order),
+            "state": rows(unit.reports.export_table("current_orders", last), order),
+            "consumer": rows(unit.reports.export_table("current_orders", None), order),
             "reconciliation": rows(
-                unit.export_table("reconciliation", None).sort("batch_id"),
+                unit.reports.export_table("reconciliation", None).sort("batch_id"),
                 (*recon, "skipped_stale", "status"),
             ),
             "aggregates": rows(aggregated, aggregates),
@@ -183,8 +183,8 @@ def storage_views(p: Pipeline, last: str) -> dict[str, list[tuple[Any, ...]]]:
                     (*snapshot, "gross_profit_minor", "row_count", "load_date"),
                 )
             ],
-            "pointer": [(unit.certified_pointer(),)],
-            "pending": [(len(unit.pending_groups()),)],
+            "pointer": [(unit.publish.certified_pointer(),)],
+            "pending": [(len(unit.publish.pending_groups()),)],
         }
 
 

@@ -1,4 +1,5 @@
-"""The contract of the warehouse ports (``storage/ports.py``), run against every adapter.
+"""The contract of the DuckDB connection ports (``storage/db/connection_ports.py``), run against
+every adapter.
 
 Today one adapter exists (DuckDB); a second one (Spark Connect + Delta) is proven by adding it to
 ``replay_assets_tests/adapters.py``. Real files in tmp_path; another process is a real child
@@ -18,10 +19,10 @@ import duckdb
 import pytest
 
 from replay_assets.core.errors import ErrorCode, ReplayError
+from replay_assets.storage.db.connection_ports import DuckDBReading as ReaderPort
+from replay_assets.storage.db.connection_ports import DuckDBWriting as WriterPort
 from replay_assets.storage.db.migrations import MIGRATIONS
 from replay_assets.storage.db.warehouse import one
-from replay_assets.storage.ports import WarehouseReader as ReaderPort
-from replay_assets.storage.ports import WarehouseWriter as WriterPort
 from replay_assets_tests.adapters import ADAPTERS, Ports
 
 

@@ -18,7 +18,7 @@ from replay_assets.core.status import CommitState
 from replay_assets.storage.db.warehouse import one
 
 if TYPE_CHECKING:
-    from replay_assets.storage.unit import Unit
+    from replay_assets.storage.unit import WarehouseWriter
 
 S = CommitState
 
@@ -50,7 +50,7 @@ class Divert(Exception):
     """Raised by a mutation to replace itself: its transaction is rolled back and ``instead`` runs
     in a fresh one (a failed gate keeps only its candidate's evidence)."""
 
-    def __init__(self, instead: Callable[[Unit], tuple[dict[str, Any], str | None]]) -> None:
+    def __init__(self, instead: Callable[[WarehouseWriter], tuple[dict[str, Any], str | None]]) -> None:
         super().__init__("divert")
         self.instead = instead
 

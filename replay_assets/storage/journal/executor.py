@@ -1,7 +1,7 @@
 """The recovery-aware executor every mutation goes through: the operation journal's steps
 (create-if-absent, compare-and-set transitions), the mutation with its fence in one transaction,
 then the evidence (SPEC 6). Engine-neutral: each step is one transaction of a ``ports.Store``, and
-the journal's rows and the fence are the ``storage.unit.Unit``'s (``entries.py`` in DuckDB)."""
+the journal's rows and the fence are the ``storage.unit.WarehouseWriter``'s (``entries.py`` in DuckDB)."""
 
 from __future__ import annotations
 
@@ -20,19 +20,19 @@ from replay_assets.storage.journal.entries import Divert as Divert
 from replay_assets.storage.journal.entries import Entry as Entry
 from replay_assets.storage.journal.entries import Operation as Operation
 from replay_assets.storage.ports import Store
-from replay_assets.storage.unit import Unit
+from replay_assets.storage.unit import WarehouseWriter
 
 S = CommitState
 
-Mutation = Callable[[Unit], tuple[dict[str, Any], str | None]]
+Mutation = Callable[[WarehouseWriter], tuple[dict[str, Any], str | None]]
 
 
 @contextmanager
-def _unheld(store: Store) -> Iterator[Unit]:
+def _unheld(store: Store) -> Iterator[WarehouseWriter]:
     """Each transaction of the executor: refused first while an operator holds an operation, so a
     process that was mid-operation when the hold came stops at its next step."""
     with store.transaction() as unit:
-        unit.require_no_hold()
+        unit.journal.require_no_hold()
         yield unit
 
 
@@ -41,7 +41,7 @@ def execute(
     op: Operation,
     mutate: Mutation,
     evidence: Callable[[], object],
-    target_now: Callable[[Unit, Entry], str | None],
+    target_now: Callable[[WarehouseWriter, Entry], str | None],
     clock: Callable[[], dt.datetime],
     fail_point: str | None,
     actor: str = "pipeline",
@@ -55,11 +55,11 @@ def execute(
     with store.released():  # each step takes the lock for its own transaction (SPEC 6)
         failpoints.hit(fail_point, f"{op.kind}:before_intent")
         with _unheld(store) as unit:
-            entry = unit.create_or_get_entry(op, actor, clock())
+            entry = unit.journal.create_or_get_entry(op, actor, clock())
             observed = target_now(unit, entry) if entry.state is S.COMPLETE else None
             step = next_step(
                 entry.state,
-                unit.fence_committed(op.operation_id),
+                unit.journal.fence_committed(op.operation_id),
                 entry.state is not S.COMPLETE or observed == entry.target_sha256,
             )
         failpoints.hit(fail_point, f"{op.kind}:after_intent")
@@ -111,11 +111,13 @@ def _mutate(
     actor: str,
 ) -> Entry:
     with _unheld(store) as unit:
-        entry = unit.journal_entry(op.operation_id) or entry
-        if unit.fence_committed(op.operation_id):  # another worker committed it since this one decided
+        entry = unit.journal.journal_entry(op.operation_id) or entry
+        if unit.journal.fence_committed(
+            op.operation_id
+        ):  # another worker committed it since this one decided
             return entry
         for nxt in _path_to_committing(entry):
-            entry = unit.cas_entry(entry, nxt=nxt, actor=actor, note="ready to mutate", now=clock())
+            entry = unit.journal.cas_entry(entry, nxt=nxt, actor=actor, note="ready to mutate", now=clock())
     failpoints.hit(fail_point, f"{op.kind}:after_committing")
     try:
         with _unheld(store) as unit:
@@ -146,16 +148,16 @@ def _path_to_committing(entry: Entry) -> list[CommitState]:
 
 
 def _fence(
-    unit: Unit,
+    unit: WarehouseWriter,
     op: Operation,
     actor: str,
     clock: Callable[[], dt.datetime],
     result: dict[str, Any],
     sha: str | None,
 ) -> Entry:
-    unit.write_fence(op, clock())
-    return unit.cas_entry(
-        unit.reload_entry(op.operation_id),
+    unit.journal.write_fence(op, clock())
+    return unit.journal.cas_entry(
+        unit.journal.reload_entry(op.operation_id),
         nxt=S.TARGET_COMMITTED,
         actor=actor,
         note="target committed with its fence",
@@ -175,9 +177,9 @@ def _complete(
 ) -> dict[str, Any]:
     failpoints.hit(fail_point, f"{op.kind}:after_target_commit")
     with _unheld(store) as unit:
-        entry = unit.reload_entry(op.operation_id)
+        entry = unit.journal.reload_entry(op.operation_id)
         if entry.state is S.COMMITTING:  # the fence proved the commit of an interrupted attempt
-            entry = unit.cas_entry(
+            entry = unit.journal.cas_entry(
                 entry,
                 nxt=S.TARGET_COMMITTED,
                 actor=actor,
@@ -185,15 +187,17 @@ def _complete(
                 now=clock(),
             )
         if entry.state is S.TARGET_COMMITTED:
-            entry = unit.cas_entry(
+            entry = unit.journal.cas_entry(
                 entry, nxt=S.COMMITTED_INCOMPLETE, actor=actor, note="completing evidence", now=clock()
             )
     failpoints.hit(fail_point, f"{op.kind}:before_evidence")
     evidence()
     with _unheld(store) as unit:
-        entry = unit.reload_entry(op.operation_id)
+        entry = unit.journal.reload_entry(op.operation_id)
         if entry.state is S.COMMITTED_INCOMPLETE:
-            entry = unit.cas_entry(entry, nxt=S.COMPLETE, actor=actor, note="evidence complete", now=clock())
+            entry = unit.journal.cas_entry(
+                entry, nxt=S.COMPLETE, actor=actor, note="evidence complete", now=clock()
+            )
     failpoints.hit(fail_point, f"{op.kind}:after_complete")
     assert entry.result is not None
     return entry.result
@@ -208,8 +212,8 @@ def finish_committed(
     """Complete the evidence of every operation whose fence proves a commit but whose process died
     before COMPLETE (nothing else would ever ask for them again). Returns their ids."""
     with store.connect() as unit:
-        unit.require_no_hold()
-        operations = unit.committed_in_doubt()
+        unit.journal.require_no_hold()
+        operations = unit.journal.committed_in_doubt()
     for op in operations:
         _complete(store, op, evidence=evidence, clock=clock, fail_point=fail_point, actor="recovery:run")
     return [op.operation_id for op in operations]

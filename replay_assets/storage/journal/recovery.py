@@ -18,7 +18,7 @@ from replay_assets.core.journal import IN_DOUBT, MUTATION_BEGUN, Next, next_step
 from replay_assets.core.status import CommitState
 from replay_assets.storage.journal import entries
 from replay_assets.storage.ports import Store
-from replay_assets.storage.unit import Unit
+from replay_assets.storage.unit import WarehouseReader, WarehouseWriter
 
 S = CommitState
 
@@ -41,12 +41,12 @@ class Plan:
     explanation: str
 
 
-def in_doubt(unit: Unit) -> list[dict[str, Any]]:
+def in_doubt(unit: WarehouseReader) -> list[dict[str, Any]]:
     """Operations that are not COMPLETE and not safely restartable as they are."""
-    return unit.unfinished_operations()
+    return unit.journal.unfinished_operations()
 
 
-def inspect(unit: Unit, operation_id: str) -> dict[str, Any]:
+def inspect(unit: WarehouseReader, operation_id: str) -> dict[str, Any]:
     entry = _entry(unit, operation_id)
     return {
         "operation_id": entry.operation_id,
@@ -56,18 +56,18 @@ def inspect(unit: Unit, operation_id: str) -> dict[str, Any]:
         "intent_digest": entry.intent_digest,
         "state": entry.state.value,
         "version": entry.version,
-        "fence": unit.fence_committed(operation_id),
+        "fence": unit.journal.fence_committed(operation_id),
         "target_sha256": entry.target_sha256,
-        "audit": unit.operation_audit(operation_id),
+        "audit": unit.journal.operation_audit(operation_id),
     }
 
 
-def plan(unit: Unit, operation_id: str) -> Plan:
+def plan(unit: WarehouseReader, operation_id: str) -> Plan:
     """The actions that agree with the journal state and the fence. The fence is written in the
     target's own transaction, so it decides whether the mutation committed; an operator decides
     only when the pipeline may act on it (a hold, COMMIT_UNKNOWN, and its release)."""
     entry = _entry(unit, operation_id)
-    fence = unit.fence_committed(operation_id)
+    fence = unit.journal.fence_committed(operation_id)
     actions, explanation = _actions(entry.state, fence)
     return Plan(
         operation_id,
@@ -132,22 +132,24 @@ def apply(
                 now=now,
             )
         if action is Action.MARK_UNKNOWN:
-            return unit.cas_entry(entry, nxt=S.COMMIT_UNKNOWN, actor=actor, note=what, now=now)
+            return unit.journal.cas_entry(entry, nxt=S.COMMIT_UNKNOWN, actor=actor, note=what, now=now)
         if action is Action.MARK_NOT_COMMITTED:
             return _walk(
                 unit, entry, states=[S.PREPARED, S.FAILED_PRE_COMMIT], actor=actor, note=what, now=now
             )
         if entry.state in (S.COMMIT_UNKNOWN, S.COMMITTING):
-            entry = unit.cas_entry(entry, nxt=S.TARGET_COMMITTED, actor=actor, note=what, now=now)
+            entry = unit.journal.cas_entry(entry, nxt=S.TARGET_COMMITTED, actor=actor, note=what, now=now)
         if entry.state is S.TARGET_COMMITTED:
-            entry = unit.cas_entry(entry, nxt=S.COMMITTED_INCOMPLETE, actor=actor, note=what, now=now)
+            entry = unit.journal.cas_entry(entry, nxt=S.COMMITTED_INCOMPLETE, actor=actor, note=what, now=now)
     evidence()
     with store.transaction() as unit:
-        return unit.cas_entry(_entry(unit, operation_id), nxt=S.COMPLETE, actor=actor, note=what, now=now)
+        return unit.journal.cas_entry(
+            _entry(unit, operation_id), nxt=S.COMPLETE, actor=actor, note=what, now=now
+        )
 
 
 def _walk(
-    unit: Unit,
+    unit: WarehouseWriter,
     entry: entries.Entry,
     states: list[CommitState],
     actor: str,
@@ -155,12 +157,12 @@ def _walk(
     now: dt.datetime,
 ) -> entries.Entry:
     for state in states:
-        entry = unit.cas_entry(entry, nxt=state, actor=actor, note=note, now=now)
+        entry = unit.journal.cas_entry(entry, nxt=state, actor=actor, note=note, now=now)
     return entry
 
 
-def _entry(unit: Unit, operation_id: str) -> entries.Entry:
-    entry = unit.journal_entry(operation_id)
+def _entry(unit: WarehouseReader, operation_id: str) -> entries.Entry:
+    entry = unit.journal.journal_entry(operation_id)
     if entry is None:
         raise ReplayError(ErrorCode.USAGE, f"no operation {operation_id[:16]}")
     return entry

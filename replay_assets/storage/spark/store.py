@@ -20,17 +20,46 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 
 from pyspark.sql import SparkSession
 
+from replay_assets.storage import unit as ports
 from replay_assets.storage.db.clock import real_now
 from replay_assets.storage.spark import schema
 from replay_assets.storage.spark.landing import LandingOps
 from replay_assets.storage.spark.published import PublishedOps
 from replay_assets.storage.spark.retention import RetentionOps
 from replay_assets.storage.spark.tables import DeltaTables
-from replay_assets.storage.unit import Unit
 
 
 class SparkUnit(PublishedOps, RetentionOps, LandingOps):
     """One fenced transaction or one pinned read of the Delta warehouse."""
+
+
+class SparkReader:
+    """A pinned read's capabilities (``storage.unit.WarehouseReader``): each typed as its read
+    port, so a caller cannot name a write; the unit beneath refuses one too."""
+
+    def __init__(self, ops: SparkUnit) -> None:
+        self.ops = ops
+        self.journal: ports.JournalReader = ops
+        self.landing: ports.LandingReader = ops
+        self.apply: ports.ApplyReader = ops
+        self.publish: ports.PublishReader = ops
+        self.evidence: ports.EvidenceReader = ops
+        self.retention: ports.RetentionReader = ops
+        self.reports: ports.Reports = ops
+
+
+class SparkWriter:
+    """A fenced transaction's capabilities (``storage.unit.WarehouseWriter``)."""
+
+    def __init__(self, ops: SparkUnit) -> None:
+        self.ops = ops
+        self.journal: ports.JournalWriter = ops
+        self.landing: ports.LandingWriter = ops
+        self.apply: ports.ApplyWriter = ops
+        self.publish: ports.PublishWriter = ops
+        self.evidence: ports.EvidenceWriter = ops
+        self.retention: ports.RetentionWriter = ops
+        self.reports: ports.Reports = ops
 
 
 class SparkStore:
@@ -40,26 +69,26 @@ class SparkStore:
         self.source = "warehouse"
 
     @contextmanager
-    def transaction(self, timeout: float | None = None) -> Iterator[Unit]:
+    def transaction(self, timeout: float | None = None) -> Iterator[ports.WarehouseWriter]:
         writer = self.tables.begin(f"unit-{uuid.uuid4().hex}", tuple(sorted(schema.schemas())))
         assert writer is not None, "a fresh unit id has never fenced"
         unit = SparkUnit(self.tables, writer.snapshot, writer)
         try:
-            yield unit
+            yield SparkWriter(unit)
             if writer.commits:
                 writer.fence(self.clock())
         finally:
             unit.close()
 
     @contextmanager
-    def read(self, timeout: float | None = None) -> Iterator[Unit]:
+    def read(self, timeout: float | None = None) -> Iterator[ports.WarehouseReader]:
         unit = SparkUnit(self.tables, self.tables.committed(), None)
         try:
-            yield unit
+            yield SparkReader(unit)
         finally:
             unit.close()
 
-    def connect(self, timeout: float | None = None) -> AbstractContextManager[Unit]:
+    def connect(self, timeout: float | None = None) -> AbstractContextManager[ports.WarehouseReader]:
         return self.read(timeout)
 
     def hold(self, timeout: float | None = None) -> AbstractContextManager[None]:
