@@ -30,7 +30,7 @@ from typing import Any
 import duckdb
 
 from replay_assets.storage.apply.stage import FOLD_TABLES, stage_fold
-from replay_assets.storage.landing import segments
+from replay_assets.storage.db import segments
 
 STATEMENTS = ("_events", "_committed", "_registry", "_fold", "_folded")
 

@@ -34,7 +34,8 @@ import stream
 
 from replay_assets.core.events import ValidationContext
 from replay_assets.core.manifest import ManifestFile
-from replay_assets.storage.landing import certify, parallel, segments
+from replay_assets.storage.db import segments
+from replay_assets.storage.landing import certify, parallel
 from replay_assets.storage.landing.area import DeliveryFile
 from replay_assets.storage.landing.prepare import LINES_FILE, STAGED_FILE, job, prepare
 

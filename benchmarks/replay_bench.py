@@ -25,7 +25,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from replay_assets.storage.landing import segments
+from replay_assets.storage.db import segments
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import stream

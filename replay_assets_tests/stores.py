@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from replay_assets.storage.db.unit import DuckDBReader, DuckDBStore
 from replay_assets.storage.db.warehouse import Warehouse, WarehouseReader
+from replay_assets.storage.duckdb_adapter.unit import DuckDBReader, DuckDBStore
 
 STORES = ("duckdb", "spark")
 

@@ -100,7 +100,7 @@ STAGED_COLUMNS = (
 )  # fmt: skip
 INT_COLUMNS = frozenset({"source_seq", "version", "line_no", "quantity", "amount_minor", "cost_minor"})
 # How a certified line was written, so the line is its staged event rendered again (storage
-# keeps each fact once: ``storage/landing/receipts.py``): the sum of SORTED (keys sorted, else
+# keeps each fact once: ``storage/db/receipts.py``): the sum of SORTED (keys sorted, else
 # the contract's field order), WITH_VERSION (``version`` present) and the ``after`` form times
 # AFTER (0 absent, 1 null, 2 an image).
 SORTED, WITH_VERSION, AFTER = 1, 2, 4

@@ -19,7 +19,8 @@ from typing import Any
 
 from replay_assets.core.config import CONFIG_FILE
 from replay_assets.core.events import canonical_json
-from replay_assets.storage.landing.deliveries import atomic_write, create_delivery
+from replay_assets.storage.db.files import atomic_write
+from replay_assets.storage.landing.deliveries import create_delivery
 
 SOURCE = "shop"
 LOAD_DATES = 7  # today and the six days before

@@ -1,6 +1,7 @@
 """The warehouse's port: a ``Store`` opens units of work (``storage/unit.py``) on one warehouse,
 whatever the engine. The use cases and the journal's executor take a store; each engine is an
-adapter of it (DuckDB: ``storage/db/unit.py``; Spark Connect with Delta: ``storage/spark/store.py``).
+adapter of it (DuckDB: ``storage/duckdb_adapter/unit.py``; Spark Connect with Delta:
+``storage/spark/store.py``).
 
 A reader's unit serves ``status``, ``export`` and ``recovery inspect|plan`` from the last committed
 state without the writer lock; a writer's unit is one transaction (or, under ``connect()``'s

@@ -7,7 +7,7 @@ says so. A writer's unit (``WarehouseWriter``) has the same reads and the writes
 operations grouped by capability, in the use cases' terms and never SQL:
 ``writer.journal.cas_entry(...)``, ``reader.evidence.step_attempts(...)``. A capability that
 writes is two ports, its reads and its reads plus writes, each small enough to implement twice
-(DuckDB binds them to the storage modules, ``storage/db/unit.py``; Spark to its Delta operations).
+(DuckDB binds them to the storage modules, ``storage/duckdb_adapter/unit.py``; Spark to its Delta operations).
 """
 
 from __future__ import annotations
@@ -30,11 +30,11 @@ if TYPE_CHECKING:
     from replay_assets.core.status import CommitState, PartitionStatus
     from replay_assets.storage.apply.load_date import ApplyResult
     from replay_assets.storage.evidence.costs import Cost
-    from replay_assets.storage.journal.entries import Entry, Operation
     from replay_assets.storage.landing.area import DeliveryFile
     from replay_assets.storage.landing.ingest import Landed
     from replay_assets.storage.publish.aggregates import Published
     from replay_assets.storage.publish.reverify import Verdict
+    from replay_assets.storage.records import Entry, Operation
 
 
 class JournalReader(Protocol):

@@ -15,8 +15,8 @@ import pytest
 
 from replay_assets.demo.scenarios import seed000, seed001, seed002
 from replay_assets.entrypoints.session import Session
+from replay_assets.storage.db import segments
 from replay_assets.storage.journal import recovery
-from replay_assets.storage.landing import segments
 from replay_assets.usecases.apply import apply
 from replay_assets.usecases.land import land
 from replay_assets.usecases.recover import refresh_published

@@ -21,7 +21,7 @@ import pytest
 from replay_assets.core.config import CONFIG_FILE, settings_from
 from replay_assets.demo.scenarios import seed000, seed001, seed002, seed003
 from replay_assets.entrypoints.session import Session
-from replay_assets.storage.db.unit import DuckDBWriter
+from replay_assets.storage.duckdb_adapter.unit import DuckDBWriter
 from replay_assets.storage.publish import exports
 from replay_assets.usecases.land import land
 from replay_assets.usecases.resolve import resolve

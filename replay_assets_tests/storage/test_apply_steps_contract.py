@@ -17,7 +17,7 @@ import pytest
 from replay_assets.core.config import SloPolicy
 from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.status import PartitionStatus
-from replay_assets.storage.db.apply_steps import DuckDBApplySteps
+from replay_assets.storage.duckdb_adapter.apply_steps import DuckDBApplySteps
 from replay_assets.storage.evidence import costs
 from replay_assets.storage.landing import area
 from replay_assets.storage.landing.deliveries import write_delivery
@@ -104,24 +104,24 @@ def _apply_writes(opened: Any, plan: Any) -> dict[str, Any]:
     with opened.store.transaction() as unit:
         steps = _steps(opened, unit)
         answers: dict[str, Any] = {
-            "identity": steps.applied_identity(DAY),
-            "newest": steps.newest_applied(),
-            "holds": steps.latest_holds_before(DAY),
+            "identity": steps.fold.applied_identity(DAY),
+            "newest": steps.fold.newest_applied(),
+            "holds": steps.writes.latest_holds_before(DAY),
         }
-        steps.stage_fold([b.batch_id for b in plan.batches], DAY)
+        steps.fold.stage_fold([b.batch_id for b in plan.batches], DAY)
         try:
-            answers["counts"] = steps.batch_counts(plan)
-            answers["violations"] = steps.violations(plan).rows()
-            answers["dates"] = steps.affected_groups()
-            answers["history"] = steps.write_history(DAY)
-            steps.register_events(DAY)
-            answers["groups"] = steps.queue_groups(answers["dates"], DAY, NOW)
-            steps.advance_watermarks(plan, DAY)
-            steps.write_reconciliation(plan, answers["counts"], "APPLIED")
-            steps.record_applied(DAY, plan.identity, NOW, "run-1")
+            answers["counts"] = steps.fold.batch_counts(plan)
+            answers["violations"] = steps.fold.violations(plan).rows()
+            answers["dates"] = steps.writes.affected_groups()
+            answers["history"] = steps.writes.write_history(DAY)
+            steps.writes.register_events(DAY)
+            answers["groups"] = steps.writes.queue_groups(answers["dates"], DAY, NOW)
+            steps.writes.advance_watermarks(plan, DAY)
+            steps.writes.write_reconciliation(plan, answers["counts"], "APPLIED")
+            steps.fold.record_applied(DAY, plan.identity, NOW, "run-1")
         finally:
-            steps.drop_fold()
-        answers["after"] = (steps.applied_identity(DAY), steps.newest_applied())
+            steps.fold.drop_fold()
+        answers["after"] = (steps.fold.applied_identity(DAY), steps.fold.newest_applied())
     return answers
 
 

@@ -29,8 +29,8 @@ from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.plan import refuse_partial_backfill
 from replay_assets.core.status import DateStatus
 from replay_assets.entrypoints.cli import main
+from replay_assets.storage.apply.facts import pruned_through
 from replay_assets.storage.landing.deliveries import write_delivery
-from replay_assets.storage.retention.prune import pruned_through
 from replay_assets.usecases.apply import apply
 from replay_assets.usecases.context import Pipeline
 from replay_assets.usecases.decide import decide

@@ -1,4 +1,4 @@
-"""The landing's rows in the workers' Parquet files (schema v13, ``storage/landing/segments.py``):
+"""The landing's rows in the workers' Parquet files (schema v13, ``storage/db/segments.py``):
 a registered file is evidence, read through ``staged_events`` and ``raw_receipts`` from any home
 the warehouse is opened at; a file no register row names is never read and the next writer
 removes it (a landing rolled back after its moves, a relanded batch, a pruned date); a registered
@@ -19,7 +19,8 @@ import duckdb
 import pytest
 
 from replay_assets.entrypoints.cli import main
-from replay_assets.storage.landing import ingest, segments
+from replay_assets.storage.db import segments
+from replay_assets.storage.landing import ingest
 from replay_assets.usecases.context import Pipeline
 from replay_assets.usecases.land import land
 from replay_assets_tests.helpers import drive, settings_for

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from replay_assets.core.aggregate import Controls
 from replay_assets.storage.apply import latest, state_digest
-from replay_assets.storage.publish.certify import recomputed_controls
+from replay_assets.storage.apply.certified import recomputed_controls
 from replay_assets_tests.helpers import drive
 from replay_assets_tests.storage.test_bad_input import D1, D2, deliver, event, make_pipeline
 from replay_assets_tests.storage.test_snapshot_scan import DAYS, customer_row, order_row, warehouse

@@ -9,10 +9,10 @@ import duckdb
 from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.plan import DatePlan, WarehouseFacts
 from replay_assets.core.status import DateStatus, PartitionStatus
+from replay_assets.storage.apply import certified
+from replay_assets.storage.db.warehouse import one
 from replay_assets.storage.evidence.attempts import insert_attempt
 from replay_assets.storage.evidence.status import set_status
-from replay_assets.storage.publish import certify
-from replay_assets.storage.retention.prune import pruned_through
 
 LATEST_ATTEMPTS = """
     SELECT load_date, identity, status, reason FROM load_date_attempts
@@ -33,7 +33,7 @@ def warehouse_facts(con: duckdb.DuckDBPyConnection) -> WarehouseFacts:
         blocked,
         skipped=skipped,
         landed=landed,
-        pointer=certify.pointer(con) or "",
+        pointer=certified.pointer(con) or "",
         pruned_through=pruned_through(con),
         counted=frozenset(r[0] for r in counted),
     )
@@ -103,3 +103,12 @@ def record_applied(
 def first_applied(con: duckdb.DuckDBPyConnection) -> str | None:
     row = con.execute("SELECT min(load_date) FROM load_dates").fetchone()
     return str(row[0]) if row and row[0] is not None else None
+
+
+PRUNED_THROUGH = "pruned_through"  # the pointer naming the newest pruned load date
+
+
+def pruned_through(con: duckdb.DuckDBPyConnection) -> str:
+    """The newest pruned load date, or "" when nothing was pruned."""
+    row = one(con, "SELECT value FROM pointers WHERE name = ?", [PRUNED_THROUGH])
+    return str(row[0]) if row else ""

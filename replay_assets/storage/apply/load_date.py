@@ -38,10 +38,10 @@ class ApplyResult:
 
 def _mode(steps: ApplySteps, plan: DatePlan, sealed_ok: bool, restate: bool) -> ApplyOutcome:
     day = plan.load_date
-    identity = steps.applied_identity(day)
+    identity = steps.fold.applied_identity(day)
     if restate and identity is not None:
         return ApplyOutcome.RESTATED  # an earlier load date of its chain was folded again
-    newest = steps.newest_applied()
+    newest = steps.fold.newest_applied()
     later = newest is not None and newest > day
     if later and not sealed_ok:
         if identity is not None and identity == plan.identity:
@@ -70,10 +70,10 @@ def apply_load_date(
     delivery re-applied an earlier date, so the state it builds on changed."""
     mode = _mode(steps, plan, sealed_ok, restate)
     try:
-        steps.stage_fold([b.batch_id for b in plan.batches], plan.load_date)
+        steps.fold.stage_fold([b.batch_id for b in plan.batches], plan.load_date)
         return _apply_folded(steps, plan, mode=mode, first_date=first_date, run_id=run_id, now=now)
     finally:
-        steps.drop_fold()
+        steps.fold.drop_fold()
 
 
 def _apply_folded(
@@ -85,14 +85,14 @@ def _apply_folded(
     now: dt.datetime,
 ) -> ApplyResult:
     day = plan.load_date
-    counts = steps.batch_counts(plan)
-    violations = steps.violations(plan)
+    counts = steps.fold.batch_counts(plan)
+    violations = steps.fold.violations(plan)
     if violations.height:
-        steps.record_blocked(plan, found=violations, counts=counts, now=now)
+        steps.fold.record_blocked(plan, found=violations, counts=counts, now=now)
         reasons = tuple(violations["detail"].to_list()[:5])
         return ApplyResult(day, ApplyOutcome.BLOCKED, counts, reasons=reasons)
     if mode == ApplyOutcome.UNCHANGED:
-        if not steps.same_history(day):
+        if not steps.fold.same_history(day):
             raise ReplayError(
                 ErrorCode.HISTORY_DIVERGED,
                 f"recomputing load date {day} from raw differs from stored history",
@@ -108,14 +108,14 @@ def _apply_folded(
             now=now,
         )
     if mode == ApplyOutcome.RESTATED:
-        steps.undo_load_date(day, now)
-    dates = steps.affected_groups()
-    history = steps.write_history(day)
-    steps.register_events(day)
-    groups = steps.queue_groups(dates, day, now)
-    steps.advance_watermarks(plan, day)
-    steps.write_reconciliation(plan, counts, "APPLIED")
-    steps.record_applied(day, plan.identity, now, run_id)
+        steps.fold.undo_load_date(day, now)
+    dates = steps.writes.affected_groups()
+    history = steps.writes.write_history(day)
+    steps.writes.register_events(day)
+    groups = steps.writes.queue_groups(dates, day, now)
+    steps.writes.advance_watermarks(plan, day)
+    steps.writes.write_reconciliation(plan, counts, "APPLIED")
+    steps.fold.record_applied(day, plan.identity, now, run_id)
     result = _result(
         steps,
         day,
@@ -126,10 +126,10 @@ def _apply_folded(
         run_id=run_id,
         now=now,
     )
-    steps.advance_latest(day)  # after the gate read the state before ``day`` from it
+    steps.writes.advance_latest(day)  # after the gate read the state before ``day`` from it
     written = replace(result, rows_written=history + groups + len(counts))
     if result.status is ApplyOutcome.FAILED_CANDIDATE:
-        return replace(written, candidate_rows=steps.candidate_rows(day))
+        return replace(written, candidate_rows=steps.writes.candidate_rows(day))
     return written
 
 
@@ -146,12 +146,13 @@ def _result(
     """Gate the state as of ``day``; certify it (publication, pointer, snapshot) when all pass.
     By change: the row checks cover the rows ``day`` wrote, the content hash and controls are
     the previous date's plus what ``day`` changed (``state_digest.py``)."""
-    before = steps.previous_date(day)
-    base_sums, base_controls = steps.digest_base(before)
-    first, from_latest = before is None, steps.latest_holds_before(day)
-    sums = base_sums.plus(steps.digest_change(day, first=first, from_latest=from_latest))
-    controls, recomputed = steps.controls_by_change(day, base_controls, first=first, from_latest=from_latest)
-    verdicts = steps.check_written(day)
+    gate = steps.gate
+    before = gate.previous_date(day)
+    base_sums, base_controls = gate.digest_base(before)
+    first, from_latest = before is None, steps.writes.latest_holds_before(day)
+    sums = base_sums.plus(gate.digest_change(day, first=first, from_latest=from_latest))
+    controls, recomputed = gate.controls_by_change(day, base_controls, first=first, from_latest=from_latest)
+    verdicts = gate.check_written(day)
     digest = sums.content_sha256
     snapshot = Snapshot(
         digest,
@@ -162,7 +163,9 @@ def _result(
         non_negative=verdicts.non_negative,
     )
     checks = tuple(
-        steps.state_checks(day, snapshot=snapshot, counts=counts, first=first_date, recomputed=recomputed)
+        steps.gate.state_checks(
+            day, snapshot=snapshot, counts=counts, first=first_date, recomputed=recomputed
+        )
     )
     if not all_passed(checks):
         return ApplyResult(
@@ -177,9 +180,9 @@ def _result(
         )
     rows = snapshot.rows
     if mode != ApplyOutcome.UNCHANGED:
-        steps.certify_state(day, digest=digest, outcomes=checks, run_id=run_id, now=now)
-        steps.write_snapshot(day, controls=controls, rows=rows, digest=digest)
-        steps.store_digest(day, sums)
+        gate.certify_state(day, digest=digest, outcomes=checks, run_id=run_id, now=now)
+        gate.write_snapshot(day, controls=controls, rows=rows, digest=digest)
+        gate.store_digest(day, sums)
     return ApplyResult(
         day,
         mode,

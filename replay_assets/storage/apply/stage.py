@@ -12,8 +12,8 @@ from replay_assets.core.errors import Violation
 from replay_assets.core.fold import Outcome
 from replay_assets.storage.apply import latest
 from replay_assets.storage.apply.fold_sql import fold_into
+from replay_assets.storage.db import segments
 from replay_assets.storage.db.warehouse import one
-from replay_assets.storage.landing import segments
 
 ORDER_KEY_SQL = "'[\"' || order_id || '\",' || CAST(line_no AS VARCHAR) || ']'"
 CUSTOMER_KEY_SQL = "'[\"' || customer_id || '\"]'"

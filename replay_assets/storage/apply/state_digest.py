@@ -27,10 +27,10 @@ import duckdb
 
 from replay_assets.core.aggregate import Controls
 from replay_assets.core.events import canonical_json, sha256_text
+from replay_assets.storage.apply.certified import recomputed_controls, target_digest
 from replay_assets.storage.apply.latest import LATEST
 from replay_assets.storage.db.migrations import CUSTOMER_COLUMNS, ORDER_COLUMNS
 from replay_assets.storage.db.warehouse import one
-from replay_assets.storage.publish.certify import recomputed_controls, target_digest
 
 # entity -> (history table, hashed columns, key); constants of this module only
 ENTITIES = {

@@ -4,8 +4,8 @@ internally (they sort correctly); consumer views cast them to DATE."""
 from __future__ import annotations
 
 from replay_assets.core.events import CUSTOMER_IMAGE, ORDER_IMAGE
-from replay_assets.storage.landing import segments
-from replay_assets.storage.landing.receipts import RAW_PAYLOADS_VIEW
+from replay_assets.storage.db import segments
+from replay_assets.storage.db.receipts import RAW_PAYLOADS_VIEW
 
 ORDER_COLUMNS = ORDER_IMAGE  # history/consumer column order is the image order
 CUSTOMER_COLUMNS = (*CUSTOMER_IMAGE, "status")
@@ -304,7 +304,7 @@ _V12 = [
 ]
 
 # Throughput (issue 16): the landing's rows stay in the workers' Parquet files under
-# ``$HOME/segments`` (``storage/landing/segments.py``), registered in ``landing_segments``; the
+# ``$HOME/segments`` (``storage/db/segments.py``), registered in ``landing_segments``; the
 # views read the tables' rows and the registered files' rows. Existing rows stay in the tables.
 _V13 = [segments.REGISTER, *(segments.view_sql(kind) for kind in segments.KINDS)]
 

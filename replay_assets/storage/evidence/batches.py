@@ -9,8 +9,8 @@ import datetime as dt
 import duckdb
 
 from replay_assets.core.errors import Violation
+from replay_assets.storage.db import segments
 from replay_assets.storage.db.warehouse import one
-from replay_assets.storage.landing import segments
 
 # a batch's landed rows, removed by a relanding (the delivered files stay in the landing area)
 LANDED_TABLES = (

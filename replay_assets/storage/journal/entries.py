@@ -7,7 +7,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import duckdb
@@ -16,34 +15,13 @@ from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.journal import can_move
 from replay_assets.core.status import CommitState
 from replay_assets.storage.db.warehouse import one
+from replay_assets.storage.records import Entry as Entry
+from replay_assets.storage.records import Operation as Operation
 
 if TYPE_CHECKING:
     from replay_assets.storage.unit import WarehouseWriter
 
 S = CommitState
-
-
-@dataclass(frozen=True)
-class Entry:
-    operation_id: str
-    kind: str
-    asset: str
-    partition_key: str
-    intent_digest: str
-    state: CommitState
-    version: int
-    result: dict[str, Any] | None
-    target_sha256: str | None
-
-
-@dataclass(frozen=True)
-class Operation:
-    operation_id: str
-    intent_digest: str
-    kind: str
-    asset: str
-    partition_key: str
-    input_identity: str
 
 
 class Divert(Exception):

@@ -11,15 +11,15 @@ import duckdb
 from replay_assets.core.events import canonical_json, sha256_text
 from replay_assets.core.journal import intent_digest, operation_id
 from replay_assets.core.plan import DatePlan
+from replay_assets.storage.apply import certified
 from replay_assets.storage.journal import entries
-from replay_assets.storage.publish import certify
 
 
 def publish_operation(con: duckdb.DuckDBPyConnection, dates: list[str]) -> entries.Operation:
     """Identity of publishing business dates: the dates, the certified state they are computed from
     (the pointer and its snapshot hash) and the queued restatements they release."""
-    pointer = certify.pointer(con)
-    upstream = certify.last_publication(con, "current_orders", pointer) if pointer else None
+    pointer = certified.pointer(con)
+    upstream = certified.last_publication(con, "current_orders", pointer) if pointer else None
     # with the input identity of the load date that queued each group, and when it was queued: a
     # group queued again (a late delivery re-applied its load date) is a new publication to make
     queued = con.execute(
@@ -74,7 +74,7 @@ def digest_of_publications(newest: Sequence[Sequence[object]]) -> str:
 def apply_operation(con: duckdb.DuckDBPyConnection, plan: DatePlan) -> entries.Operation:
     """Identity of applying a load date (``apply_identity``) from the warehouse."""
     prev = (dt.date.fromisoformat(plan.load_date) - dt.timedelta(days=1)).isoformat()
-    upstream = certify.last_publication(con, "current_orders", prev)
+    upstream = certified.last_publication(con, "current_orders", prev)
     relanded = con.execute(  # a batch landed again (``resolve --action reland``) is a new input
         "SELECT batch_id, count(*) FROM batch_relandings WHERE list_contains(?, batch_id) "
         "GROUP BY 1 ORDER BY 1",

@@ -13,8 +13,8 @@ from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.events import canonical_json
 from replay_assets.core.manifest import MANIFEST_SUFFIX
 from replay_assets.core.names import NameKind, check_name
+from replay_assets.storage.db.files import atomic_write, fsync_folder, read_bounded, temp_path
 from replay_assets.storage.landing.area import manifest_paths, parquet_lines
-from replay_assets.storage.landing.files import read_bounded
 
 
 def write_delivery(
@@ -159,14 +159,6 @@ def _delivery(
     return content
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Temp file, fsync, rename, fsync the folder: a reader sees the old file or the new one."""
-    tmp = temp_path(path)
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-    atomic_replace(tmp, path)
-
-
 def atomic_create(path: Path, data: bytes) -> bool:
     """Like :func:`atomic_write`, but never replaces: False when ``path`` exists with other
     content (a hard link of the finished temp file either creates the name or fails)."""
@@ -182,23 +174,3 @@ def atomic_create(path: Path, data: bytes) -> bool:
         tmp.unlink()
     fsync_folder(path.parent)
     return True
-
-
-def temp_path(path: Path) -> Path:
-    return path.with_name(f".{path.name}.tmp")
-
-
-def atomic_replace(tmp: Path, path: Path) -> None:
-    """Make a fully written ``tmp`` durable, then rename it over ``path`` and fsync the folder."""
-    with open(tmp, "rb+") as fh:
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-    fsync_folder(path.parent)
-
-
-def fsync_folder(folder: Path) -> None:
-    dir_fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)

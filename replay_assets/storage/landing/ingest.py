@@ -21,11 +21,12 @@ from replay_assets.core.events import (
     ValidationContext,
 )
 from replay_assets.core.manifest import Manifest
+from replay_assets.storage.db import segments
+from replay_assets.storage.db.files import LineProblem
 from replay_assets.storage.db.paths import glob_literal
 from replay_assets.storage.db.warehouse import insert_frame, one
-from replay_assets.storage.landing import parallel, prefetch, rows, segments, validation, workers
+from replay_assets.storage.landing import parallel, prefetch, rows, validation, workers
 from replay_assets.storage.landing.area import DeliveryFile, RawChunk
-from replay_assets.storage.landing.files import LineProblem
 from replay_assets.storage.landing.rows import Landed as Landed
 from replay_assets.storage.landing.source_records import RECORD_LINE_FACTOR, land_records
 
@@ -237,12 +238,14 @@ def _land_rest(
     undecided = ((int(number), str(line)) for number, line in rest_lines if number not in done)
     slow_staged = rows.decide_rest(where, undecided, problems=problems, ctx=ctx, found=found)
     if slow_staged:
-        frame = pl.DataFrame(slow_staged, schema=rows.STAGED_SCHEMA)
-        insert_frame(con, "staged_rows", frame.select(list(rows.STAGED_SCHEMA)).cast(rows.STAGED_SCHEMA))
+        frame = pl.DataFrame(slow_staged, schema=segments.STAGED_SCHEMA)
+        insert_frame(
+            con, "staged_rows", frame.select(list(segments.STAGED_SCHEMA)).cast(segments.STAGED_SCHEMA)
+        )
 
 
 _WHERE = ("batch_id", "source", "load_date", "source_file")  # a file's columns, bound as parameters
-_STAGED_COLUMNS = ", ".join(c for c in rows.STAGED_SCHEMA if c not in _WHERE)
+_STAGED_COLUMNS = ", ".join(c for c in segments.STAGED_SCHEMA if c not in _WHERE)
 
 
 def _insert_staged(

@@ -10,10 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from replay_assets.core.events import ValidationContext
+from replay_assets.storage.db.segments import Written
 from replay_assets.storage.landing import workers
 from replay_assets.storage.landing.area import RawChunk
 from replay_assets.storage.landing.prepare import Prepared, job, prepare
-from replay_assets.storage.landing.segments import Written
 
 POOL_MIN_LINES = 10_000  # below this a chunk is prepared in the landing process
 SLICE_LINES = 5_000  # a worker's slice is at least this long

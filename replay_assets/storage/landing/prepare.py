@@ -20,9 +20,9 @@ from pathlib import Path
 import polars as pl
 
 from replay_assets.core.events import ValidationContext
+from replay_assets.storage.db.files import LineProblem
+from replay_assets.storage.db.segments import LINES_FILE_SCHEMA, STAGED_FILE_SCHEMA, Written, write
 from replay_assets.storage.landing.certify import certify, sha256_hex
-from replay_assets.storage.landing.files import LineProblem
-from replay_assets.storage.landing.segments import LINES_FILE_SCHEMA, STAGED_FILE_SCHEMA, Written, write
 
 LINES_FILE = "lines.parquet"
 STAGED_FILE = "staged.parquet"

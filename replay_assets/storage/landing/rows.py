@@ -13,8 +13,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import polars as pl
-
 from replay_assets.core.errors import ErrorCode, ReplayError, Violation
 from replay_assets.core.events import (
     CUSTOMER_IMAGE,
@@ -29,40 +27,10 @@ from replay_assets.core.events import (
     parse_event,
 )
 from replay_assets.core.manifest import Manifest
+from replay_assets.storage.db.files import LineProblem
 from replay_assets.storage.landing.area import DeliveryFile
-from replay_assets.storage.landing.files import LineProblem
 
 STAGED_IMAGE = (*ORDER_IMAGE, *(c for c in CUSTOMER_IMAGE if c not in ORDER_IMAGE))
-STAGED_SCHEMA = pl.Schema(
-    {
-        "batch_id": pl.String,
-        "source": pl.String,
-        "load_date": pl.String,
-        "source_file": pl.String,
-        "line_number": pl.Int64,
-        "event_id": pl.String,
-        "source_seq": pl.Int64,
-        "entity": pl.String,
-        "op": pl.String,
-        "key": pl.String,
-        "version": pl.Int64,
-        "event_time": pl.String,
-        "content_sha256": pl.String,
-        "image_sha256": pl.String,
-        "order_id": pl.String,
-        "line_no": pl.Int64,
-        "store_id": pl.String,
-        "customer_id": pl.String,
-        "product_id": pl.String,
-        "business_date": pl.String,
-        "quantity": pl.Int64,
-        "amount_minor": pl.Int64,
-        "cost_minor": pl.Int64,
-        "status": pl.String,
-        "name": pl.String,
-        "segment": pl.String,
-    }
-)
 
 
 @dataclass(frozen=True)

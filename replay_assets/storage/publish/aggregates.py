@@ -103,17 +103,21 @@ def publish_aggregates(
     """Candidates as of the certified pointer. Idempotent: same content publishes nothing new.
     Queued restatements of a date are released only when its candidate passes. Engine-neutral:
     each engine supplies the steps (``PublishSteps``)."""
-    as_of = steps.certified_pointer()
+    as_of = steps.candidates.certified_pointer()
     if as_of is None:
         return []
-    from_latest = steps.latest_holds_as_of(as_of)
-    recomputed = steps.recomputed_aggregates(dates, as_of=as_of, from_latest=from_latest)
-    reconciliation = steps.applied_reconciliation(as_of)
-    first = steps.first_applied() or as_of
-    certified = steps.certified_load_dates()
+    from_latest = steps.candidates.latest_holds_as_of(as_of)
+    recomputed = steps.candidates.recomputed_aggregates(dates, as_of=as_of, from_latest=from_latest)
+    reconciliation = steps.candidates.applied_reconciliation(as_of)
+    first = steps.candidates.first_applied() or as_of
+    certified = steps.candidates.certified_load_dates()
     out = []
     for part in _parts(sorted(dates), recomputed):
-        lines = steps.latest_lines(part) if from_latest else steps.lines_for_dates(as_of, part)
+        lines = (
+            steps.candidates.latest_lines(part)
+            if from_latest
+            else steps.candidates.lines_for_dates(as_of, part)
+        )
         candidates = aggregate_frame(lines)
         matched = certify.aggregates_matched(candidates)  # else each date is validated on its own
         for day in part:
@@ -185,7 +189,7 @@ def _publish_or_keep(
     """The new version (None when nothing new was published, or the date never had sales) and
     the bytes a failed candidate keeps on disk for inspection (0 when it passed)."""
     if not all_passed(checks):
-        kept = steps.record_failed_candidate(
+        kept = steps.publications.record_failed_candidate(
             home,
             asset="daily_aggregates",
             key=day,
@@ -197,12 +201,12 @@ def _publish_or_keep(
             now=now,
         )
         return None, kept.stat().st_size
-    if not rows.height and steps.last_publication("daily_aggregates", day) is None:
+    if not rows.height and steps.publications.last_publication("daily_aggregates", day) is None:
         # a date that never had sales publishes nothing (no empty "version 1" to certify); a
         # date whose sales all went away is a real restatement to zero and publishes below
-        steps.release_queue(day, as_of=as_of, now=now, run_id=run_id)
+        steps.publications.release_queue(day, as_of=as_of, now=now, run_id=run_id)
         return None, 0
-    version = steps.record_publication(
+    version = steps.publications.record_publication(
         "daily_aggregates", key=day, as_of=as_of, digest=digest, outcomes=checks, run_id=run_id, now=now
     )
     if version is not None and rows.height:
@@ -211,8 +215,8 @@ def _publish_or_keep(
             pl.lit(as_of).alias("as_of_load_date"),
             pl.lit(now).alias("certified_at"),
         )
-        steps.insert_aggregate_versions(versions)
-    steps.release_queue(day, as_of=as_of, now=now, run_id=run_id)
+        steps.publications.insert_aggregate_versions(versions)
+    steps.publications.release_queue(day, as_of=as_of, now=now, run_id=run_id)
     return version, 0
 
 

@@ -24,20 +24,15 @@ from replay_assets.core.gate import (
 )
 from replay_assets.core.state import Counts
 from replay_assets.core.status import PartitionStatus
+from replay_assets.storage.apply.certified import (
+    last_publication,
+    pointer,
+)
 from replay_assets.storage.apply.snapshot_scan import Snapshot
-from replay_assets.storage.db.warehouse import one, query_frame
+from replay_assets.storage.db.warehouse import query_frame
 from replay_assets.storage.evidence.status import set_status
 from replay_assets.storage.publish import verdicts
 from replay_assets.storage.publish.verdicts import RECON_COLUMNS, checks_json
-
-SQL_CONTROLS = """
-    SELECT count(*) FILTER (WHERE status = 'active'),
-           count(DISTINCT order_id) FILTER (WHERE status = 'active'),
-           coalesce(sum(quantity) FILTER (WHERE status = 'active'), 0),
-           coalesce(sum(amount_minor) FILTER (WHERE status = 'active'), 0),
-           coalesce(sum(cost_minor) FILTER (WHERE status = 'active'), 0),
-           coalesce(sum(amount_minor - cost_minor) FILTER (WHERE status = 'active'), 0)
-    FROM orders_as_of(?)"""
 
 
 def certified_load_dates(con: duckdb.DuckDBPyConnection) -> set[str]:
@@ -45,11 +40,6 @@ def certified_load_dates(con: duckdb.DuckDBPyConnection) -> set[str]:
         "SELECT DISTINCT partition_key FROM publications WHERE asset = 'current_orders'"
     ).fetchall()
     return {str(r[0]) for r in rows}
-
-
-def pointer(con: duckdb.DuckDBPyConnection) -> str | None:
-    row = one(con, "SELECT value FROM pointers WHERE name = 'published_load_date'")
-    return str(row[0]) if row else None
 
 
 def published_partitions(con: duckdb.DuckDBPyConnection, asset: str) -> list[str]:
@@ -66,13 +56,6 @@ def newest_versions(con: duckdb.DuckDBPyConnection, partition: str) -> dict[str,
         "SELECT asset, max(version) FROM publications WHERE partition_key = ? GROUP BY asset", [partition]
     ).fetchall()
     return {str(asset): int(version) for asset, version in rows}
-
-
-def recomputed_controls(con: duckdb.DuckDBPyConnection, day: str) -> Controls:
-    """Controls by SQL over the history macro: a path independent of the polars one."""
-    row = one(con, SQL_CONTROLS, [day])
-    assert row is not None
-    return Controls(*(int(v) for v in row))
 
 
 def state_checks(
@@ -147,16 +130,6 @@ def _aggregates_schema(rows: pl.DataFrame) -> CheckOutcome:
 def _sums(rows: pl.DataFrame) -> Controls:
     cols = ("line_count", "order_count", "units", "amount_minor", "cost_minor", "gross_profit_minor")
     return Controls(*(int(rows[c].sum() or 0) for c in cols))
-
-
-def last_publication(con: duckdb.DuckDBPyConnection, asset: str, key: str) -> tuple[int, str, str] | None:
-    row = one(
-        con,
-        """SELECT version, content_sha256, as_of_load_date FROM publications
-                      WHERE asset = ? AND partition_key = ? ORDER BY version DESC LIMIT 1""",
-        [asset, key],
-    )
-    return (int(row[0]), str(row[1]), str(row[2])) if row else None
 
 
 def record_publication(
@@ -272,11 +245,3 @@ def write_snapshot(
         ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [day, *controls.as_tuple(), rows, digest],
     )
-
-
-def target_digest(con: duckdb.DuckDBPyConnection, day: str, state_digest: str) -> str:
-    """What applying a load date left in the target (``verdicts.target_digest``). A retry
-    compares it with the journal's record (drift means repair)."""
-    snap = one(con, "SELECT * EXCLUDE (load_date) FROM snapshots WHERE load_date = ?", [day])
-    pub = last_publication(con, "current_orders", day)
-    return verdicts.target_digest(state_digest, snap, pub[1] if pub else None)

@@ -10,9 +10,9 @@ import polars as pl
 
 from replay_assets.core import retention
 from replay_assets.core.errors import ErrorCode, ReplayError
+from replay_assets.storage.apply.facts import pruned_through
 from replay_assets.storage.db.warehouse import query_frame
 from replay_assets.storage.evidence.costs import batch_costs
-from replay_assets.storage.retention.prune import pruned_through
 
 TABLES = {
     "current_orders": "SELECT * FROM current_orders ORDER BY order_id, line_no",

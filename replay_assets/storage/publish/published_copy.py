@@ -17,13 +17,12 @@ from typing import Any
 import duckdb
 
 from replay_assets.core.events import canonical_json, sha256_text
+from replay_assets.storage.apply.certified import pointer
+from replay_assets.storage.apply.facts import pruned_through
+from replay_assets.storage.db.files import atomic_replace, atomic_write, temp_path
 from replay_assets.storage.db.home_files import read_own_file
 from replay_assets.storage.db.paths import glob_literal_sql
-from replay_assets.storage.journal import entries
-from replay_assets.storage.landing.deliveries import atomic_replace, atomic_write, temp_path
 from replay_assets.storage.publish import published_state
-from replay_assets.storage.publish.certify import pointer
-from replay_assets.storage.retention.prune import pruned_through
 
 VIEWS_VERSION = 8  # 1 held absolute paths: a copied home served the original's files; 2 had no
 # evidence; 3 had no record of pruned load dates; 4 had no as-of access; 5 read the current state
@@ -125,9 +124,9 @@ def _export(con: duckdb.DuckDBPyConnection, path: Path, sql: str, params: list[o
 
 def refresh(con: duckdb.DuckDBPyConnection, home: Path) -> list[str]:
     """Bring the published copy up to the warehouse's certified state; writes only the files
-    whose certified version changed since the last refresh. Returns the files written. Refuses
-    (REPLAY_COMMIT_UNKNOWN) while an operator holds an operation: its target is certified state."""
-    entries.require_no_hold(con)
+    whose certified version changed since the last refresh. Returns the files written. The
+    caller refuses first while an operator holds an operation (its target is certified state:
+    ``journal.entries.require_no_hold``)."""
     root = home / "published"
     state_path = root / "exported.json"
     recorded = read_own_file(root, state_path.name, EXPORTED_STATE_BYTES)

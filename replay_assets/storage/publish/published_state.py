@@ -24,8 +24,8 @@ import duckdb
 
 from replay_assets.core.events import canonical_json, sha256_text
 from replay_assets.storage.apply import latest
-from replay_assets.storage.landing.deliveries import atomic_replace, fsync_folder
-from replay_assets.storage.publish.certify import pointer
+from replay_assets.storage.apply.certified import pointer
+from replay_assets.storage.db.files import atomic_replace, fsync_folder
 
 CURRENT = "current"  # under published/
 SCHEMA_FILE = "_schema.parquet"  # each entity's empty file with the columns, always listed

@@ -12,11 +12,11 @@ import polars as pl
 from replay_assets.core.aggregate import aggregate_frame, content_sha256
 from replay_assets.storage.apply import latest as newest_rows
 from replay_assets.storage.apply import state_digest
+from replay_assets.storage.apply.certified import pointer, recomputed_controls
+from replay_assets.storage.apply.facts import pruned_through
 from replay_assets.storage.apply.snapshot_scan import scan_snapshot
 from replay_assets.storage.db.warehouse import one, query_frame
 from replay_assets.storage.publish.aggregates import AGG_KEY, lines_for_dates
-from replay_assets.storage.publish.certify import pointer, recomputed_controls
-from replay_assets.storage.retention.prune import pruned_through
 
 PENDING = "SELECT DISTINCT business_date FROM restatement_queue WHERE released_at IS NULL"
 LATEST = """

@@ -1,6 +1,7 @@
 """The steps of publishing daily aggregates (``aggregates.publish_aggregates``), as a port: the
 procedure (candidates as of the certified pointer, their gate, publish or keep, release the
-queue) is engine-neutral, each engine supplies these steps (DuckDB: ``storage/db/publish_steps.py``)."""
+queue) is engine-neutral, each engine supplies these steps (DuckDB:
+``storage/duckdb_adapter/publish_steps.py``)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,10 @@ if TYPE_CHECKING:
     from replay_assets.core.gate import CheckOutcome
 
 
-class PublishSteps(Protocol):
+class CandidateSteps(Protocol):
+    """What the candidates are computed from: the certified state, the lines of the dates to
+    publish, their recomputation and the reconciliation they must agree with."""
+
     def certified_pointer(self) -> str | None: ...
     def latest_holds_as_of(self, day: str) -> bool: ...
     def recomputed_aggregates(self, dates: list[str], *, as_of: str, from_latest: bool) -> pl.DataFrame: ...
@@ -24,6 +28,11 @@ class PublishSteps(Protocol):
     def certified_load_dates(self) -> set[str]: ...
     def latest_lines(self, dates: list[str]) -> pl.DataFrame: ...
     def lines_for_dates(self, as_of: str, dates: list[str]) -> pl.DataFrame: ...
+
+
+class PublicationWrites(Protocol):
+    """Publishing a candidate or keeping a refused one, and releasing the queue it answers."""
+
     def record_failed_candidate(
         self,
         home: Path,
@@ -50,3 +59,10 @@ class PublishSteps(Protocol):
     ) -> int | None: ...
     def insert_aggregate_versions(self, versions: pl.DataFrame) -> None: ...
     def release_queue(self, day: str, *, as_of: str, now: dt.datetime, run_id: str | None) -> None: ...
+
+
+class PublishSteps(Protocol):
+    @property
+    def candidates(self) -> CandidateSteps: ...
+    @property
+    def publications(self) -> PublicationWrites: ...

@@ -12,12 +12,11 @@ from pathlib import Path
 import polars as pl
 
 from replay_assets.core.aggregate import Controls
-from replay_assets.core.events import canonical_json, sha256_text
 from replay_assets.core.gate import CheckOutcome, check_completeness, check_reconciliation, check_totals
 from replay_assets.core.state import Counts
 from replay_assets.core.status import PartitionStatus
 from replay_assets.storage.apply.snapshot_scan import Snapshot
-from replay_assets.storage.landing.deliveries import atomic_write
+from replay_assets.storage.db.files import atomic_write
 
 RECON_COLUMNS = ("batch_id", "source_events", "accepted", "rejected", "skipped_duplicate", "skipped_stale")
 
@@ -83,12 +82,6 @@ def publishing(
     return Publishing(
         version, PartitionStatus.CERTIFIED if version == 1 else PartitionStatus.RESTATED, reason
     )
-
-
-def target_digest(state_digest: str, snapshot: Sequence[object] | None, publication: str | None) -> str:
-    """What applying a load date left in the target: the state, its snapshot record (its values
-    but the load date, in column order) and its latest publication's content hash."""
-    return sha256_text(canonical_json([state_digest, list(snapshot) if snapshot else None, publication]))
 
 
 def keep_candidate(home: Path, *, asset: str, key: str, digest: str, rows: pl.DataFrame) -> Path:

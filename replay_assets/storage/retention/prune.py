@@ -16,10 +16,10 @@ import duckdb
 
 from replay_assets.core.events import canonical_json, sha256_text
 from replay_assets.storage.apply import latest
+from replay_assets.storage.apply.facts import PRUNED_THROUGH
+from replay_assets.storage.db import segments
 from replay_assets.storage.db.warehouse import one
-from replay_assets.storage.landing import segments
 
-PRUNED_THROUGH = "pruned_through"
 # the history tables and the key a newer row supersedes an older one by; constants of this module
 HISTORY_KEYS = {"order_history": ("order_id", "line_no"), "customer_history": ("customer_id",)}
 PER_DATE = {
@@ -27,12 +27,6 @@ PER_DATE = {
     "staged_events": "staged_events",
     "event_registry": "registry_rows",
 }
-
-
-def pruned_through(con: duckdb.DuckDBPyConnection) -> str:
-    """The newest pruned load date, or "" when nothing was pruned."""
-    row = one(con, "SELECT value FROM pointers WHERE name = ?", [PRUNED_THROUGH])
-    return str(row[0]) if row else ""
 
 
 def applied_dates(con: duckdb.DuckDBPyConnection) -> list[str]:

@@ -22,6 +22,7 @@ from replay_assets.core.fold import Outcome
 from replay_assets.core.plan import DatePlan
 from replay_assets.core.state import Counts
 from replay_assets.core.status import PartitionStatus
+from replay_assets.storage.apply import steps
 from replay_assets.storage.apply.load_date import ApplyResult, apply_load_date
 from replay_assets.storage.apply.steps import counts_of
 from replay_assets.storage.apply.writes import BUSINESS_FIELDS
@@ -342,7 +343,14 @@ def _committed_sql(from_latest: bool) -> str:
 
 
 class SparkApplySteps(WriteSteps, GateSteps):
-    """Every step of applying a load date on Delta (``storage/apply/steps.py``)."""
+    """Every step of applying a load date on Delta (``storage/apply/steps.py``), each stage's
+    port typed over the same object."""
+
+    def __init__(self, unit: FactsOps) -> None:
+        super().__init__(unit)
+        self.fold: steps.FoldSteps = self
+        self.writes: steps.StateWrites = self
+        self.gate: steps.GateSteps = self
 
 
 class ApplyOps(FactsOps):

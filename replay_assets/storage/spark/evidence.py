@@ -1,4 +1,4 @@
-"""Evidence on Delta: the Spark unit's share of ``EvidenceUnit`` (the same rows as
+"""Evidence on Delta: the Spark unit's share of the evidence port (the same rows as
 ``storage/evidence/`` in DuckDB)."""
 
 from __future__ import annotations

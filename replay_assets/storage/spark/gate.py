@@ -17,6 +17,7 @@ from pyspark.sql import functions as F
 from replay_assets.core.aggregate import Controls
 from replay_assets.core.gate import CheckOutcome
 from replay_assets.core.state import Counts
+from replay_assets.storage.apply import certified
 from replay_assets.storage.apply.snapshot_scan import RowChecks, Snapshot, check_rows
 from replay_assets.storage.apply.state_digest import ENTITIES, LIMBS, StateDigest, base_of, combine_by_change
 from replay_assets.storage.publish import verdicts
@@ -212,7 +213,7 @@ class GateSteps(StepBase):
         snapshot = self.unit.rows(self._table("snapshots").where(F.col("load_date") == F.lit(day)))
         values = [snapshot[0][c] for c in _SNAPSHOT] if snapshot else None
         publication = self.last_publication("current_orders", day)
-        return verdicts.target_digest(state_sha256, values, publication[1] if publication else None)
+        return certified.target_digest_of(state_sha256, values, publication[1] if publication else None)
 
     # ------------------------------------------------------------------ row sets and their sums
 

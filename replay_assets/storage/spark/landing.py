@@ -1,4 +1,4 @@
-"""Landing a verified delivery on Delta: the Spark unit's ``LandingUnit``.
+"""Landing a verified delivery on Delta: the Spark unit's landing port.
 
 The same work as the DuckDB adapter (``storage/landing/ingest.py``) up to the warehouse: each
 file read once as a stream and verified against its manifest, its chunks prepared in the landing
@@ -22,6 +22,7 @@ from pyspark.sql import functions as F
 
 from replay_assets.core.events import ValidationContext
 from replay_assets.core.manifest import Manifest
+from replay_assets.storage.db import segments
 from replay_assets.storage.db.paths import read_parquet_files
 from replay_assets.storage.landing import parallel, rows
 from replay_assets.storage.landing.area import DeliveryFile, RawChunk
@@ -114,5 +115,5 @@ def _prepared(
     undecided = lines.filter(pl.col("rendering").is_null()).select("line_number", "line").sort("line_number")
     decided = rows.decide_rest(where, undecided.iter_rows(), problems=chunk[2], ctx=ctx, found=found)
     if decided:
-        out["staged_events"].append(pl.DataFrame(decided, schema=rows.STAGED_SCHEMA))
+        out["staged_events"].append(pl.DataFrame(decided, schema=segments.STAGED_SCHEMA))
     return sum(p.present for p in prepared)

@@ -16,9 +16,10 @@ from pyspark.sql import functions as F
 from replay_assets.core.gate import CheckOutcome, failures
 from replay_assets.core.status import PartitionStatus
 from replay_assets.storage.db.migrations import ORDER_COLUMNS
-from replay_assets.storage.publish import verdicts
+from replay_assets.storage.publish import steps, verdicts
 from replay_assets.storage.publish.verdicts import RECON_COLUMNS
 from replay_assets.storage.spark.aggregates import daily_aggregates
+from replay_assets.storage.spark.facts import FactsOps
 from replay_assets.storage.spark.frames import newest_per_key, to_polars
 from replay_assets.storage.spark.gate import GateSteps
 
@@ -26,6 +27,11 @@ _QUEUE_KEY = ("business_date", "store_id", "load_date")
 
 
 class SparkPublishSteps(GateSteps):
+    def __init__(self, unit: FactsOps) -> None:
+        super().__init__(unit)
+        self.candidates: steps.CandidateSteps = self
+        self.publications: steps.PublicationWrites = self
+
     def recomputed_aggregates(self, dates: list[str], *, as_of: str, from_latest: bool) -> pl.DataFrame:
         state = self._table("order_latest") if from_latest else self._state_as_of(as_of)
         state.createOrReplaceTempView("_aggregated_state")

@@ -190,3 +190,31 @@ class _LongLine:
             f"line exceeds {limit} bytes ({self.size}); its first {len(self.prefix)} bytes are kept",
             self.digest.hexdigest(),
         )
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Temp file, fsync, rename, fsync the folder: a reader sees the old file or the new one."""
+    tmp = temp_path(path)
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+    atomic_replace(tmp, path)
+
+
+def temp_path(path: Path) -> Path:
+    return path.with_name(f".{path.name}.tmp")
+
+
+def atomic_replace(tmp: Path, path: Path) -> None:
+    """Make a fully written ``tmp`` durable, then rename it over ``path`` and fsync the folder."""
+    with open(tmp, "rb+") as fh:
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    fsync_folder(path.parent)
+
+
+def fsync_folder(folder: Path) -> None:
+    dir_fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)

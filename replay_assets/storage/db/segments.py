@@ -37,9 +37,40 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
+from replay_assets.storage.db.files import atomic_replace, fsync_folder
 from replay_assets.storage.db.paths import glob_literal, glob_literal_sql
-from replay_assets.storage.landing.deliveries import atomic_replace, fsync_folder
-from replay_assets.storage.landing.rows import STAGED_SCHEMA
+
+# the columns of a staged event row (``landing/rows.py`` builds them)
+STAGED_SCHEMA = pl.Schema(
+    {
+        "batch_id": pl.String,
+        "source": pl.String,
+        "load_date": pl.String,
+        "source_file": pl.String,
+        "line_number": pl.Int64,
+        "event_id": pl.String,
+        "source_seq": pl.Int64,
+        "entity": pl.String,
+        "op": pl.String,
+        "key": pl.String,
+        "version": pl.Int64,
+        "event_time": pl.String,
+        "content_sha256": pl.String,
+        "image_sha256": pl.String,
+        "order_id": pl.String,
+        "line_no": pl.Int64,
+        "store_id": pl.String,
+        "customer_id": pl.String,
+        "product_id": pl.String,
+        "business_date": pl.String,
+        "quantity": pl.Int64,
+        "amount_minor": pl.Int64,
+        "cost_minor": pl.Int64,
+        "status": pl.String,
+        "name": pl.String,
+        "segment": pl.String,
+    }
+)
 
 FOLDER = "segments"
 INCOMING = ".incoming"  # landing's scratch chunks: on the home's file system, so a move is a rename

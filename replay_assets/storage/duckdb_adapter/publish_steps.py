@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import duckdb
 
-from replay_assets.storage.apply import facts, latest
-from replay_assets.storage.db.binding import bound
+from replay_assets.storage.apply import certified, facts, latest
+from replay_assets.storage.duckdb_adapter.binding import OnConnection, bound
 from replay_assets.storage.publish import aggregates, certify
 
 
-class DuckDBPublishSteps:
-    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
-        self.con = con
-
-    certified_pointer = bound(certify.pointer)
+class DuckDBCandidateSteps(OnConnection):
+    certified_pointer = bound(certified.pointer)
     latest_holds_as_of = bound(latest.holds_as_of)
     recomputed_aggregates = bound(aggregates.recomputed)
     applied_reconciliation = bound(certify.applied_reconciliation)
@@ -21,8 +18,17 @@ class DuckDBPublishSteps:
     certified_load_dates = bound(certify.certified_load_dates)
     latest_lines = bound(aggregates.latest_lines)
     lines_for_dates = bound(aggregates.lines_for_dates)
+
+
+class DuckDBPublicationWrites(OnConnection):
     record_failed_candidate = bound(certify.record_failed_candidate)
-    last_publication = bound(certify.last_publication)
+    last_publication = bound(certified.last_publication)
     record_publication = bound(certify.record_publication)
     insert_aggregate_versions = bound(aggregates.insert_versions)
     release_queue = bound(aggregates.release_queue)
+
+
+class DuckDBPublishSteps:
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        self.candidates = DuckDBCandidateSteps(con)
+        self.publications = DuckDBPublicationWrites(con)

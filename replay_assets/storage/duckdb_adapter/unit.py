@@ -14,16 +14,17 @@ from pathlib import Path
 import duckdb
 
 from replay_assets.core.plan import DatePlan
-from replay_assets.storage.apply import facts, writes
+from replay_assets.storage.apply import certified, facts, writes
 from replay_assets.storage.apply.load_date import ApplyResult, apply_load_date
-from replay_assets.storage.db.apply_steps import DuckDBApplySteps
-from replay_assets.storage.db.binding import bound
+from replay_assets.storage.db import segments
 from replay_assets.storage.db.connection_ports import DuckDBReading, DuckDBWriting
-from replay_assets.storage.db.publish_steps import DuckDBPublishSteps
+from replay_assets.storage.duckdb_adapter.apply_steps import DuckDBApplySteps
+from replay_assets.storage.duckdb_adapter.binding import OnConnection, bound
+from replay_assets.storage.duckdb_adapter.publish_steps import DuckDBPublishSteps
 from replay_assets.storage.evidence import attempts, batches, costs, notes
 from replay_assets.storage.evidence import status as partition_status
 from replay_assets.storage.journal import entries, identities
-from replay_assets.storage.landing import ingest, segments
+from replay_assets.storage.landing import ingest
 from replay_assets.storage.publish import aggregates, certify, exports, published_copy, reverify
 from replay_assets.storage.retention import prune
 from replay_assets.storage.unit import WarehouseReader, WarehouseWriter
@@ -62,11 +63,6 @@ class DuckDBStore:
         return self.writer.released()
 
 
-class OnConnection:
-    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
-        self.con = con
-
-
 class JournalReading(OnConnection):
     journal_entry = bound(entries.get)
     reload_entry = bound(entries.reload)
@@ -100,7 +96,7 @@ class ApplyReading(OnConnection):
     warehouse_facts = bound(facts.warehouse_facts)
     require_landed = bound(facts.require_landed)
     apply_operation = bound(identities.apply_operation)
-    target_digest = bound(certify.target_digest)
+    target_digest = bound(certified.target_digest)
 
 
 class ApplyWriting(ApplyReading):
@@ -126,7 +122,7 @@ class ApplyWriting(ApplyReading):
 
 
 class PublishReading(OnConnection):
-    certified_pointer = bound(certify.pointer)
+    certified_pointer = bound(certified.pointer)
     published_partitions = bound(certify.published_partitions)
     newest_versions = bound(certify.newest_versions)
     pending_groups = bound(aggregates.pending_groups)
@@ -136,7 +132,11 @@ class PublishReading(OnConnection):
 
 class PublishWriting(PublishReading):
     record_failed_candidate = bound(certify.record_failed_candidate)
-    refresh_published_copy = bound(published_copy.refresh)
+
+    def refresh_published_copy(self, home: Path) -> list[str]:
+        """Refused (REPLAY_COMMIT_UNKNOWN) while an operator holds an operation."""
+        entries.require_no_hold(self.con)
+        return published_copy.refresh(self.con, home)
 
     def publish_aggregates(
         self, home: Path, *, dates: list[str], run_id: str | None, now: dt.datetime
@@ -163,7 +163,7 @@ class EvidenceWriting(EvidenceReading):
 
 
 class RetentionReading(OnConnection):
-    pruned_through = bound(prune.pruned_through)
+    pruned_through = bound(facts.pruned_through)
     applied_dates = bound(prune.applied_dates)
     pruned_digest = bound(prune.pruned_digest)
     prune_operation = bound(identities.prune_operation)

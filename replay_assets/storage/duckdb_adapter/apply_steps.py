@@ -1,19 +1,16 @@
 """The DuckDB adapter's steps of applying a load date (``storage/apply/steps.py``): the storage
-functions of ``storage/apply`` and ``storage/publish/certify.py`` bound to one connection."""
+functions of ``storage/apply`` bound to one connection, one class per stage."""
 
 from __future__ import annotations
 
 import duckdb
 
 from replay_assets.storage.apply import facts, latest, snapshot_scan, stage, state_digest, writes
-from replay_assets.storage.db.binding import bound
+from replay_assets.storage.duckdb_adapter.binding import OnConnection, bound
 from replay_assets.storage.publish import certify
 
 
-class DuckDBApplySteps:
-    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
-        self.con = con
-
+class DuckDBFoldSteps(OnConnection):
     applied_identity = bound(facts.applied_identity)
     newest_applied = bound(facts.newest_applied)
     record_applied = bound(facts.record_applied)
@@ -24,6 +21,9 @@ class DuckDBApplySteps:
     record_blocked = bound(writes.record_blocked)
     same_history = bound(writes.same_history)
     undo_load_date = bound(writes.undo_load_date)
+
+
+class DuckDBStateWrites(OnConnection):
     affected_groups = bound(writes.affected_groups)
     write_history = bound(writes.write_history)
     register_events = bound(writes.register_events)
@@ -33,6 +33,9 @@ class DuckDBApplySteps:
     candidate_rows = bound(writes.candidate_rows)
     advance_latest = bound(latest.advance)
     latest_holds_before = bound(latest.holds_before)
+
+
+class DuckDBGateSteps(OnConnection):
     previous_date = bound(state_digest.previous_date)
     digest_base = bound(state_digest.base)
     digest_change = bound(state_digest.change)
@@ -42,3 +45,11 @@ class DuckDBApplySteps:
     certify_state = bound(certify.certify_state)
     write_snapshot = bound(certify.write_snapshot)
     store_digest = bound(state_digest.store)
+
+
+class DuckDBApplySteps(OnConnection):
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        super().__init__(con)
+        self.fold = DuckDBFoldSteps(con)
+        self.writes = DuckDBStateWrites(con)
+        self.gate = DuckDBGateSteps(con)

@@ -29,3 +29,10 @@ def bound(
         return operation(holder.con, *args, **kwargs)
 
     return method
+
+
+class OnConnection:
+    """What holds the connection its bound methods run on."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        self.con = con
