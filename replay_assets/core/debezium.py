@@ -1,4 +1,4 @@
-"""Debezium change events mapped onto the native contract (SPEC 2.2) — pure.
+"""Debezium change events mapped onto the native contract — pure.
 
 Takes the envelope as Debezium writes it through Kafka Connect's JSON converter: with the
 ``schema``/``payload`` wrapper (``schemas.enable=true``, the default) or bare; ``op`` ``c``/``u``/
@@ -88,7 +88,7 @@ def position(source: Mapping[str, Any]) -> int:
     """The change's place in the source's log: the PostgreSQL LSN or the MySQL binlog coordinates.
     ``_OutOfRange`` when there is none the contract can number: a mapped table's change without
     its place in the log cannot be ordered, so its file is refused, never landed without it."""
-    for name in ("lsn", "seq"):  # PostgreSQL's LSN; ``seq``, SPEC 2.2's generic position
+    for name in ("lsn", "seq"):  # PostgreSQL's LSN; ``seq``, the contract's generic position
         if _is_count(source.get(name)):
             return int(source[name])
     file, pos, row = source.get("file"), source.get("pos"), source.get("row", 0)
