@@ -17,7 +17,8 @@ tombstone (a null value after a delete) carries nothing and maps to no event.
 - **Snapshot reads** share the snapshot's position P. Their ``version`` is P (the state as of P:
   newer than every change before it, older than every change after); their ``source_seq`` —
   unique per source in the contract — numbers them in delivery order just below P
-  (``P - n + k`` for the k-th of n reads at P in the file). See docs/design.md for the limits.
+  (``P - n + k`` for the k-th of n reads at P in the file). The limits:
+  docs/decisions/0008-debezium-positions-and-time.md.
 - **Time.** ``source.ts_ms`` (when the change was committed at the source) is ``event_time``;
   the envelope's ``ts_ms`` (when the connector processed it) only when the source has none — it
   changes when a connector re-sends after a restart, which would make a redelivery a conflict.
