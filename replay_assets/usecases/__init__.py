@@ -2,8 +2,8 @@
 plain functions over the explicit ports of one home (``context.Pipeline``: settings, clock
 and the store that opens units of its warehouse). They read the landing area and the warehouse,
 ask the core what to do, and write through storage, one writer transaction per use case with
-the journal's fence inside it. Readers (``status``, the sensors) open read units only, which
-never take the lock.
+the journal's fence inside it. Readers (``status``, a sensor's tick) read through read units,
+which never take the lock.
 
 decide     what applies next and why the rest waits (read)
 land       land a load date's ready deliveries, checked against their manifests
