@@ -158,7 +158,7 @@ def build_assets(settings: Settings) -> list[dg.AssetsDefinition]:
     )
     def current_state(
         context: dg.AssetExecutionContext, replay: ReplayResource
-    ) -> Iterator[dg.MaterializeResult]:  # type: ignore[type-arg]  # see design.md
+    ) -> Iterator[dg.MaterializeResult]:  # type: ignore[type-arg]  # see docs/facts.md
         """State as of this load date = state as of the day before + this date's accepted events,
         in one transaction; refuses a load date whose predecessor is not applied."""
         pipeline, key = replay.pipeline(), context.partition_key

@@ -30,7 +30,7 @@ GATE_TEXT = {
     Check.NON_NEGATIVE: "No negative amount, cost, quantity or units.",
 }
 LEVELS_TEXT = (
-    "The partition's service levels against the policy (SPEC 7): freshness, completeness, "
+    "The partition's service levels against the policy: freshness, completeness, "
     "duration, availability. A warning, never a gate."
 )
 

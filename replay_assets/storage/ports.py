@@ -1,4 +1,4 @@
-"""The warehouse ports (SPEC 10 "Readers", "Scale-out").
+"""The warehouse ports: readers that never take the writer lock, and one writer per engine.
 
 A ``Store`` is what the use cases and the journal's executor take: it opens units of work
 (``storage/unit.py``), each one transaction or one read in the use cases' terms, so a second

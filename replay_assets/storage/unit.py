@@ -1,5 +1,5 @@
 """What one unit of work on the warehouse can do: the port the use cases and the journal's
-executor call, whatever the engine (SPEC 10 "Scale-out").
+executor call, whatever the engine (the scale-out interface).
 
 A unit is one transaction or one read, opened by a ``ports.Store``; its methods are the
 warehouse's operations in the use cases' terms (land a batch, apply a load date, record an
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 
 class JournalUnit(Protocol):
-    """The operation journal and its fence (SPEC 6)."""
+    """The operation journal and its fence."""
 
     def journal_entry(self, operation_id: str) -> Entry | None: ...
     def reload_entry(self, operation_id: str) -> Entry: ...
