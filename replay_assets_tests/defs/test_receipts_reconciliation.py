@@ -82,6 +82,7 @@ def _numbers(evaluation: dg.AssetCheckEvaluation) -> dict[str, object]:
     return {k: getattr(v, "value", v) for k, v in evaluation.metadata.items()}
 
 
+@pytest.mark.slow  # two load dates landed and applied through Dagster
 def test_each_landed_load_date_reconciles_once_duplicates_counted_as_the_fold_counts_them(
     seed001_home: Home,
 ) -> None:
