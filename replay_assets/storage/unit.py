@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from replay_assets.core.gate import CheckOutcome
     from replay_assets.core.manifest import Manifest
     from replay_assets.core.plan import DatePlan, WarehouseFacts
+    from replay_assets.core.receipts import LandedCounts
     from replay_assets.core.slo import Slo
     from replay_assets.core.status import CommitState, PartitionStatus
     from replay_assets.storage.apply.load_date import ApplyResult
@@ -74,6 +75,10 @@ class LandingUnit(Protocol):
         now: dt.datetime,
         records: DeliveryFile | None = None,
     ) -> Landed: ...
+    def landed_counts(self, load_date: str) -> LandedCounts:
+        """What the warehouse holds of the load date's landed files, each count read on its own
+        (a read: it writes nothing)."""
+        ...
 
 
 class ApplyUnit(Protocol):

@@ -7,6 +7,7 @@ which never take the lock.
 
 decide     what applies next and why the rest waits (read)
 land       land a load date's ready deliveries, checked against their manifests
+receipts   whether a landed load date's rows add up, read back after the landing (read)
 apply      fold and gate one load date, as a journaled operation
 publish    gate and publish daily aggregates, as a journaled operation; what is queued
 recover    finish operations a killed process left in doubt; refresh the published copy

@@ -22,7 +22,7 @@ from replay_assets.storage.db.publish_steps import DuckDBPublishSteps
 from replay_assets.storage.evidence import attempts, batches, costs, notes
 from replay_assets.storage.evidence import status as partition_status
 from replay_assets.storage.journal import entries, identities
-from replay_assets.storage.landing import ingest, segments
+from replay_assets.storage.landing import counts, ingest, segments
 from replay_assets.storage.publish import aggregates, certify, exports, published_copy, reverify
 from replay_assets.storage.retention import prune
 from replay_assets.storage.unit import Unit
@@ -84,6 +84,7 @@ class DuckDBUnit:
     publications_digest = bound(identities.publications_digest)
     # landing
     land_batch = bound(ingest.land_batch)
+    landed_counts = bound(counts.landed_counts)
     # applying
     warehouse_facts = bound(facts.warehouse_facts)
     record_attempt = bound(facts.record_attempt)
