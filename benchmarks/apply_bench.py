@@ -1,4 +1,4 @@
-"""The apply of one load date at volume, step by step (issue 16): on a copy of a finished home's
+"""The apply of one load date at volume, step by step: on a copy of a finished home's
 warehouse, undo its newest applied load date and apply it again in one transaction, as
 ``storage/apply/load_date.py`` does (the fold's staging, history, the registry, the state's hash
 and controls by change, the row checks, the latest tables, the commit), and print the seconds of

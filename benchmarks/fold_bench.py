@@ -1,9 +1,8 @@
-"""The fold of one load date at volume (issue 16): on a copy of a finished home's warehouse, stage
+"""The fold of one load date at volume: on a copy of a finished home's warehouse, stage
 and fold its first load date again (a first apply: nothing committed or registered before it)
 under each DuckDB memory limit given, and print the seconds of each staging statement. Like the
 apply, it stages inside a transaction (rolled back): there the temporary tables leave a join less
-memory than in autocommit (at 10M events, the ``_folded`` statement with its join's sides as
-written took 14.6-14.8 s in one and 9.6 s in the other, ``docs/design.md``).
+memory than in autocommit (``docs/facts.md``), and the figures must be the apply's.
 
     uv run python benchmarks/replay_bench.py --events 1000000 --cases main --home /tmp/h1m
     uv run python benchmarks/fold_bench.py /tmp/h1m/home/warehouse.duckdb --limits 1GB,150MB

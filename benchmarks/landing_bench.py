@@ -1,4 +1,4 @@
-"""The landing's work per line (issue 16): on lines of the benchmark's stream, the CPU time of
+"""The landing's work per line: on lines of the benchmark's stream, the CPU time of
 each part of landing a line, medians of repeated runs, and the wall time those parts alone set
 at 10M lines on the machine's cores (the floor the landing step cannot go under in this design).
 
@@ -39,7 +39,7 @@ from replay_assets.storage.landing import certify, parallel
 from replay_assets.storage.landing.area import DeliveryFile
 from replay_assets.storage.landing.prepare import LINES_FILE, STAGED_FILE, job, prepare
 
-AT_SCALE = 10_000_000  # the issue's volume: one load date of 10M events
+AT_SCALE = 10_000_000  # the target volume: one load date of 10M events
 
 
 def cpu_per_line(work: Callable[[], object], lines: int, repeat: int) -> float:

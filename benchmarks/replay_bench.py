@@ -1,4 +1,4 @@
-"""Benchmark at production volume (issue 6): the real pipeline through ``replay-assets run``
+"""Benchmark at production volume: the real pipeline through ``replay-assets run``
 against a bare set-based DuckDB fold of the same events, measured in the same invocation.
 
     uv run python benchmarks/replay_bench.py --events 1000000 [--days 1] [--steady-days 0]
@@ -33,7 +33,7 @@ import stream
 FIRST_LOAD_DATE = dt.date(2026, 10, 1)
 CORRECTION_EVENTS = 10_000
 CASES = ("main", "noop", "incremental", "uniform")
-# the peers' benchmark (issue 16): 1.15M events over 5 load dates of 3 batches, JSONL
+# the peers' benchmark: 1.15M events over 5 load dates of 3 batches, JSONL
 PEER_EVENTS, PEER_DAYS, PEER_BATCHES = 1_150_000, 5, 3
 PEER_TARGET = 12.0
 

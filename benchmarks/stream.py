@@ -1,6 +1,6 @@
 """A deterministic CDC stream at production volume, its deliveries and its reference fold.
 
-The stream (issue 6): order-line inserts, 10 % moves to another store or business date, 5 %
+The stream: order-line inserts, 10 % moves to another store or business date, 5 %
 deletes, 5 % stale replays (an older version of a moved line, re-sent under a new event id),
 1 % customer upserts, then 10 % of the stream again as exact duplicate deliveries; fully
 shuffled and spread over the load dates. Every (key, version) has one image, so nothing blocks,

@@ -1,4 +1,4 @@
-"""Adapters: other delivery shapes mapped onto the native event contract (SPEC 2.2), pure.
+"""Adapters: other delivery shapes mapped onto the native event contract, pure.
 
 Each returns native event objects; a line that cannot be mapped is passed through unchanged so
 that validation rejects it with its line number and reason (nothing is silently dropped).
@@ -21,7 +21,7 @@ SEED001_STORE = "main"
 
 class Adapter(enum.StrEnum):
     NATIVE = "native"
-    PARQUET = "parquet"  # a whole file of the native columns (SPEC 2.2), landed as delivered
+    PARQUET = "parquet"  # a whole file of the native columns, landed as delivered
     SEED000 = "seed000"  # a whole document (batches and their delivery order), not lines
     SEED001 = "seed001"
     DEBEZIUM = "debezium"  # a whole file (snapshot reads are numbered over it): core/debezium.py
@@ -86,7 +86,7 @@ def seed000_batch(document: Any, batch_id: str) -> list[str]:
 
 def _seed000_parts(document: Any) -> tuple[list[Mapping[str, Any]], list[str]]:
     """The document's batches and its delivery order, each batch id a text naming one batch:
-    a second batch of one id would hide the first (SPEC 10: never last-wins)."""
+    a second batch of one id would hide the first (never last-wins)."""
     if not (
         isinstance(document, Mapping)
         and isinstance(document.get("batches"), list)

@@ -1,5 +1,5 @@
 """Which batch a blocked load date is blamed on, in the words ``status`` shows and ``resolve``
-reads (SPEC 10, "Late delivery on a sealed load date"). Pure.
+reads (a late delivery on a sealed load date). Pure.
 
 Re-applying a sealed chain D..latest for a late delivery can block a later date of the chain
 (e.g. the late batch reuses, with other content, an event id a later date delivered). That later

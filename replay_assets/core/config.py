@@ -43,7 +43,7 @@ class SettingsError(ValueError):
 
 @dataclass(frozen=True)
 class SloPolicy:
-    """SPEC 7 targets; ``expected_time`` (UTC, HH:MM on the load date) is when consumers expect
+    """Service-level targets; ``expected_time`` (UTC, HH:MM on the load date) is when consumers expect
     the load date's data: availability is measured from it."""
 
     freshness_minutes: float = 30
@@ -87,7 +87,7 @@ class Settings:
     # installed into the Dagster home; None: whatever that home holds, the project's embedded
     # default (SQLite) when it holds none
     dagster_yaml: Path | None = None
-    # REPLAY_ASSETS_WAREHOUSE: the warehouse's engine (SPEC 10 "Scale-out"): "duckdb", the embedded
+    # REPLAY_ASSETS_WAREHOUSE: the warehouse's engine: "duckdb", the embedded
     # default, or "spark": Delta tables through Spark Connect at REPLAY_ASSETS_SPARK_REMOTE
     # ("local" starts an embedded Sail server), under REPLAY_ASSETS_DELTA_ROOT (any URI the engine
     # reaches; default the home's ``delta`` folder)
@@ -283,7 +283,7 @@ UNADDRESSABLE = {"\\": "a backslash", "?": "a '?'"}
 
 def home_path(env: Mapping[str, str], home: str | None) -> Path:
     """The home: explicit ``home`` > REPLAY_ASSETS_HOME > ``data``. Raises :class:`SettingsError`
-    for a path the warehouse cannot live under (every other character works, SPEC 10)."""
+    for a path the warehouse cannot live under (every other character works)."""
     text = home or env.get("REPLAY_ASSETS_HOME") or "data"
     for char, name in UNADDRESSABLE.items():
         if char in text:

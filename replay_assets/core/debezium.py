@@ -1,4 +1,4 @@
-"""Debezium change events mapped onto the native contract (SPEC 2.2) — pure.
+"""Debezium change events mapped onto the native contract — pure.
 
 Takes the envelope as Debezium writes it through Kafka Connect's JSON converter: with the
 ``schema``/``payload`` wrapper (``schemas.enable=true``, the default) or bare; ``op`` ``c``/``u``/
@@ -17,7 +17,8 @@ tombstone (a null value after a delete) carries nothing and maps to no event.
 - **Snapshot reads** share the snapshot's position P. Their ``version`` is P (the state as of P:
   newer than every change before it, older than every change after); their ``source_seq`` —
   unique per source in the contract — numbers them in delivery order just below P
-  (``P - n + k`` for the k-th of n reads at P in the file). See docs/design.md for the limits.
+  (``P - n + k`` for the k-th of n reads at P in the file). The limits:
+  docs/decisions/0008-debezium-positions-and-time.md.
 - **Time.** ``source.ts_ms`` (when the change was committed at the source) is ``event_time``;
   the envelope's ``ts_ms`` (when the connector processed it) only when the source has none — it
   changes when a connector re-sends after a restart, which would make a redelivery a conflict.
@@ -88,7 +89,7 @@ def position(source: Mapping[str, Any]) -> int:
     """The change's place in the source's log: the PostgreSQL LSN or the MySQL binlog coordinates.
     ``_OutOfRange`` when there is none the contract can number: a mapped table's change without
     its place in the log cannot be ordered, so its file is refused, never landed without it."""
-    for name in ("lsn", "seq"):  # PostgreSQL's LSN; ``seq``, SPEC 2.2's generic position
+    for name in ("lsn", "seq"):  # PostgreSQL's LSN; ``seq``, the contract's generic position
         if _is_count(source.get(name)):
             return int(source[name])
     file, pos, row = source.get("file"), source.get("pos"), source.get("row", 0)

@@ -1,4 +1,4 @@
-"""Dates and instants as Debezium encodes them, decoded into the contract's types (SPEC 2.2) — pure.
+"""Dates and instants as Debezium encodes them, decoded into the contract's types — pure.
 
 ``io.debezium.time.Date`` and Connect's ``Date`` count days since 1970; ``Timestamp`` (ms),
 ``MicroTimestamp``, ``NanoTimestamp`` and Connect's ``Timestamp`` (ms) count since the epoch;

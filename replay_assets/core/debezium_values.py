@@ -1,4 +1,4 @@
-"""Column values as Debezium encodes them, decoded into the contract's types (SPEC 2.2) — pure.
+"""Column values as Debezium encodes them, decoded into the contract's types — pure.
 
 - **Which encoding.** The wrapped message's field schema names the logical type (``name``:
   ``org.apache.kafka.connect.data.Decimal``, ``io.debezium.time.MicroTimestamp``, ...); a bare

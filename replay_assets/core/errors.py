@@ -24,7 +24,7 @@ class RejectReason(enum.StrEnum):
 
 
 class Violation(enum.StrEnum):
-    """A batch-level contract violation (SPEC 3.4): the whole load date is blocked."""
+    """A batch-level contract violation (fail closed): the whole load date is blocked."""
 
     UNSUPPORTED_SCHEMA_VERSION = "UNSUPPORTED_SCHEMA_VERSION"
     EVENT_ID_CONFLICT = "EVENT_ID_CONFLICT"

@@ -1,7 +1,7 @@
-"""The change-event contract (SPEC 2.2): per-event validation into a flat, typed record.
+"""The change-event contract: per-event validation into a flat, typed record.
 
 Pure: values in, values out. A line either becomes an :class:`Event`, a :class:`Rejection`
-(per-event failure, SPEC 3.4) or a :class:`BatchViolation` (the schema gate blocks the batch).
+(a per-event failure) or a :class:`BatchViolation` (the schema gate blocks the batch).
 """
 
 from __future__ import annotations

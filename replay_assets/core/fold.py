@@ -1,4 +1,4 @@
-"""The fold of one load date (SPEC 3.1-3.5): classify every valid event and pick each key's winner.
+"""The fold of one load date: classify every valid event and pick each key's winner.
 
 :func:`fold_reference` is a small sequential fold over Python values: the contract and the
 oracle. Production folds a load date set-based in the warehouse (``storage/apply/fold_sql.py``); a

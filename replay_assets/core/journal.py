@@ -1,4 +1,4 @@
-"""The operation journal's state machine and identities (SPEC 6, seed 004). Pure.
+"""The operation journal's state machine and identities (seed 004). Pure.
 
 Every mutation (applying a load date, publishing aggregates) is an operation whose id is derived
 from its logical identity only, so a retry — another try, another run id — finds the same entry

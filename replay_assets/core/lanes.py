@@ -1,4 +1,4 @@
-"""Which run-queue lane a run belongs to (SPEC 4) — pure, from run tags.
+"""Which run-queue lane a run belongs to — pure, from run tags.
 
 Every run carries ``replay/lane``: ``backfill`` for any run of a Dagster backfill and for retries
 of such runs (Dagster drops the backfill tags from a retry launched after its backfill ended, so

@@ -1,7 +1,7 @@
 """The grammars of the fast path of :func:`core.events.parse_event`: which lines may be certified.
 
 A line is *certified* only when it is, character for character, one of the two renderings the
-contract's producers write: compact JSON in the contract's field order (SPEC 2.2), or compact
+contract's producers write: compact JSON in the contract's field order, or compact
 JSON with sorted keys (what ``canonical_json`` and Parquet deliveries give). Each rendering is a
 regular grammar here: fixed field names in a fixed order (so no unknown, missing or duplicated
 field), strings drawn from their field's character set (ids, dates, times, the closed sets; no

@@ -1,4 +1,4 @@
-"""Delivery manifests (SPEC 2.1): parsing, cheap readiness, full verification. Pure."""
+"""Delivery manifests: parsing, cheap readiness, full verification. Pure."""
 
 from __future__ import annotations
 

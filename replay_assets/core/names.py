@@ -1,5 +1,5 @@
-"""Names that become paths or keys, validated by kind before any file is written or read (SPEC
-10, hostile input). One validator per kind, used by ``land``, the landing-area scanner and the
+"""Names that become paths or keys, validated by kind before any file is written or read
+(hostile input). One validator per kind, used by ``land``, the landing-area scanner and the
 command line alike. Pure.
 
 A path name starts with a letter or digit and holds only letters, digits, ``_``, ``.`` and

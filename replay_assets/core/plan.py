@@ -1,4 +1,4 @@
-"""Which load date applies next, and why the others wait (SPEC 2.1). Pure.
+"""Which load date applies next, and why the others wait. Pure.
 
 The load date is the unit of application. A date applies once every configured source has a
 ready delivery for it and every earlier date is applied; otherwise it is reported with the

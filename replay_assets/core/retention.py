@@ -1,4 +1,4 @@
-"""The replay horizon (SPEC 5 and 10): which applied load dates keep their raw input, staged events,
+"""The replay horizon: which applied load dates keep their raw input, staged events,
 event-id registry rows and superseded history, and which are pruned.
 
 The horizon is the newest ``retention_load_dates`` applied load dates. Every applied date before

@@ -1,5 +1,4 @@
-"""The kinds of settings values, each with its type and range check (SPEC 10 "Hostile input",
-v4) — pure.
+"""The kinds of settings values, each with its type and range check (hostile input) — pure.
 
 A check takes a JSON value (from ``replay-assets.json``, or an environment variable's text made
 into one by :func:`from_text`) and the name the operator wrote (``slo.freshness_minutes``,

@@ -1,4 +1,4 @@
-"""What the manifest sensor's cursor remembers between ticks (SPEC 4, 11). Pure.
+"""What the manifest sensor's cursor remembers between ticks. Pure.
 
 A load date is *settled* when it is applied from exactly the manifests the landing area holds,
 every one of them landed, nothing late, superseding or unreadable among them, and it is not the

@@ -1,4 +1,4 @@
-"""Service levels of a certified partition (SPEC 7) — pure arithmetic over recorded instants.
+"""Service levels of a certified partition — pure arithmetic over recorded instants.
 
 For a load date of ``current_orders``: its first certification. For a business date of
 ``daily_aggregates``: the certification of the aggregates after the newest load date that fed it

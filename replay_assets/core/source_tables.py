@@ -1,4 +1,4 @@
-"""How a source's tables map onto the contract's entities (SPEC 2.2), and its declaration in the
+"""How a source's tables map onto the contract's entities, and its declaration in the
 settings file's ``debezium`` — pure.
 
 A table is known by its full name only: ``schema.table``, or ``db.table`` for MySQL, which has

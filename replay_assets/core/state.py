@@ -55,7 +55,7 @@ class Batch:
 
 @dataclass(frozen=True)
 class Counts:
-    """Reconciliation of one batch (SPEC 3.5)."""
+    """Reconciliation of one batch: source events = accepted + rejected + skipped."""
 
     source_events: int = 0
     accepted: int = 0

@@ -5,7 +5,7 @@ name equal to its stored value, and a word shared by two enums means the same th
 - ``DateStatus``: where a load date stands in the plan (what applies next, and why the rest waits).
 - ``PartitionStatus``: what a consumer of one asset partition sees (``partition_status``).
 - ``ApplyOutcome``: what applying one load date did (recorded in the journal).
-- ``CommitState``: where a journaled operation stands (SPEC 6).
+- ``CommitState``: where a journaled operation stands.
 """
 
 from __future__ import annotations

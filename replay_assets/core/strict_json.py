@@ -1,5 +1,5 @@
 """JSON as the contract reads it: a duplicated key in any object is an error, never "last one
-wins" (SPEC 10), and nesting too deep to follow is an error, never a crash. Used for manifests,
+wins", and nesting too deep to follow is an error, never a crash. Used for manifests,
 events, seed-000 documents, adapted lines and the settings file. Pure."""
 
 from __future__ import annotations

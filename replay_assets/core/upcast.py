@@ -1,4 +1,4 @@
-"""Schema evolution by declared upcasters (SPEC 2.2) — pure.
+"""Schema evolution by declared upcasters — pure.
 
 A source may declare, per ``schema_version`` other than 1, how an event of that version maps onto
 the contract: fields renamed, fields dropped, fields the version writes in a wider JSON type, and

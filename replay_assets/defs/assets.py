@@ -21,6 +21,7 @@ from replay_assets.usecases.context import Pipeline
 from replay_assets.usecases.land import land
 from replay_assets.usecases.operations import Operations
 from replay_assets.usecases.publish import publish
+from replay_assets.usecases.receipts import reconcile_landed
 
 POOL = "duckdb_writer"
 MAX_RETRIES = 2
@@ -121,11 +122,12 @@ def build_assets(settings: Settings) -> list[dg.AssetsDefinition]:
             with _attempt(context, pipeline, "raw_receipts", context.partition_key):
                 backfill = lane_for(context.run.tags) == BACKFILL  # may land a late delivery
                 landed = land(pipeline, context.partition_key, context.run.run_id, sealed_ok=backfill)
+                reconciled = reconcile_landed(pipeline, context.partition_key)  # read back, committed
         except ReplayError as error:
             raise _fail(error, pipeline, context.retry_number) from error
         return dg.MaterializeResult(
             metadata=evidence.landed(landed, _costs(pipeline, context, "land")),
-            check_results=certification.landing(landed),
+            check_results=certification.landing(landed, reconciled),
         )
 
     state_deps = [dg.AssetDep("raw_receipts"), dg.AssetDep("current_orders", partition_mapping=previous_day)]
@@ -158,7 +160,7 @@ def build_assets(settings: Settings) -> list[dg.AssetsDefinition]:
     )
     def current_state(
         context: dg.AssetExecutionContext, replay: ReplayResource
-    ) -> Iterator[dg.MaterializeResult]:  # type: ignore[type-arg]  # see design.md
+    ) -> Iterator[dg.MaterializeResult]:  # type: ignore[type-arg]  # see docs/facts.md
         """State as of this load date = state as of the day before + this date's accepted events,
         in one transaction; refuses a load date whose predecessor is not applied."""
         pipeline, key = replay.pipeline(), context.partition_key

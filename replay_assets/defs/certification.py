@@ -12,6 +12,7 @@ import dagster as dg
 
 from replay_assets.core.config import SloPolicy
 from replay_assets.core.gate import Check, CheckOutcome
+from replay_assets.core.receipts import ReceiptReconciliation
 from replay_assets.core.slo import Slo
 from replay_assets.defs import evidence
 from replay_assets.storage.landing.ingest import Landed
@@ -20,6 +21,7 @@ from replay_assets.storage.publish.reverify import Verdict
 SERVICE_LEVELS_CHECK = evidence.SERVICE_LEVELS_CHECK
 MANIFEST_CHECK = "delivery_matches_manifest"
 REJECTIONS_CHECK = "rejections_within_policy"
+RECEIPTS_RECONCILIATION_CHECK = Check.RECONCILIATION.value  # the same property, of the landing
 
 GATE_TEXT = {
     Check.SCHEMA: "Every column matches the pandera schema (types, ids, ranges, closed sets).",
@@ -30,7 +32,7 @@ GATE_TEXT = {
     Check.NON_NEGATIVE: "No negative amount, cost, quantity or units.",
 }
 LEVELS_TEXT = (
-    "The partition's service levels against the policy (SPEC 7): freshness, completeness, "
+    "The partition's service levels against the policy: freshness, completeness, "
     "duration, availability. A warning, never a gate."
 )
 
@@ -66,6 +68,15 @@ def landing_specs(partitions: dg.PartitionsDefinition) -> list[dg.AssetCheckSpec
             partitions_def=partitions,
             description="Rejected events are kept with their reasons; a batch-level violation (the "
             "schema gate) blocks its batch from being applied.",
+        ),
+        dg.AssetCheckSpec(
+            RECEIPTS_RECONCILIATION_CHECK,
+            asset="raw_receipts",
+            partitions_def=partitions,
+            description="Read back once the landing committed, per delivered file: the events its "
+            "manifest declares = the receipts kept = staged source events + rejected events + lines "
+            "the schema gate refused. Not blocking: the apply's gate refuses a date that does not "
+            "reconcile and keeps its candidate inspectable.",
         ),
     ]
 
@@ -126,7 +137,7 @@ def service_levels(
     ]
 
 
-def landing(batches: Sequence[Landed]) -> list[dg.AssetCheckResult]:
+def landing(batches: Sequence[Landed], reconciled: ReceiptReconciliation) -> list[dg.AssetCheckResult]:
     rows = [(b.batch_id, b.source_events, b.rejected, b.violations, b.bytes_read, b.new) for b in batches]
     columns = [("batch", "string"), ("source_events", "int"), ("rejected", "int"), ("violations", "int")]
     per_batch = evidence.table([*columns, ("bytes_read", "int"), ("newly_landed", "bool")], rows)
@@ -152,7 +163,32 @@ def landing(batches: Sequence[Landed]) -> list[dg.AssetCheckResult]:
             ),
             metadata={"rejected": rejected, "violations": violations},
         ),
+        receipts_reconciliation(reconciled),
     ]
+
+
+def receipts_reconciliation(r: ReceiptReconciliation) -> dg.AssetCheckResult:
+    """The landed rows' reconciliation: plain counts, and the batches that do not add up by id."""
+    metadata: dict[str, Any] = {
+        "batches": r.batches,
+        "files": r.files,
+        "declared_events": r.declared,
+        "receipts": r.receipts,
+        "staged": r.staged,
+        "rejected": r.rejected,
+        "refused": r.refused,
+        "unbalanced_files": len(r.unbalanced),
+    }
+    if r.unbalanced:
+        metadata["unbalanced_batches"] = ", ".join(sorted({f.batch_id for f in r.unbalanced}))
+    return dg.AssetCheckResult(
+        asset_key="raw_receipts",
+        check_name=RECEIPTS_RECONCILIATION_CHECK,
+        passed=r.passed,
+        severity=dg.AssetCheckSeverity.ERROR,
+        description=r.summary(),
+        metadata=metadata,
+    )
 
 
 def for_partition(

@@ -3,17 +3,18 @@ its SQLite event log keeps one connection pool per database file instead of open
 for every event.
 
 Dagster 1.13.27's ``SqliteEventLogStorage`` creates an engine, connects, writes and disposes it for
-each event: about 3.4 ms an event on this machine kind, almost all of it opening the file and, on
-closing its last connection, checkpointing the WAL into it. A run writes one to three transactions
-for each of its events (the run's own file, and the index file for asset, check and run-status
-events), and the 60-partition restate run writes hundreds. Reusing the connection costs about
-1.0 ms an event (the commit's fsync stays: nothing is made less durable). A run's file is still
-checkpointed after each transaction (a passive checkpoint, 1.7 ms an event in all), because the
-webserver watches each run's database file, not its WAL, to stream the run's new events to the UI.
+each event, and nearly all of that cost is opening the file and, on closing its last connection,
+checkpointing the WAL into it. A run writes one to three transactions for each of its events (the
+run's own file, and the index file for asset, check and run-status events), and a restate run over
+many partitions writes hundreds. Reusing the connection removes most of that cost (the commit's
+fsync stays: nothing is made less durable). A run's file is still checkpointed after each
+transaction (a passive checkpoint), because the webserver watches each run's database file, not
+its WAL, to stream the run's new events to the UI.
 
 Dagster builds each SQLite URL by pasting the folder's path into it (``create_db_conn_string``), so
 a ``?`` in the instance folder ended the path and ``run`` created a database outside the home.
-Every SQLite URL of the instance comes from ``storage/db/paths.py`` instead (SPEC 10).
+Every SQLite URL of the instance comes from ``storage/db/paths.py`` instead (a home's path may
+hold any character).
 
 The PostgreSQL instance (``deploy/postgres/dagster.yaml``) names this class too: its ``storage:``
 section replaces the SQLite default, and importing this module makes a plain ``postgresql://``

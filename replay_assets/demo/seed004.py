@@ -1,4 +1,4 @@
-"""``replay-assets demo``, seed 004: the operation journal (SPEC 6) under a kill, an operator's
+"""``replay-assets demo``, seed 004: the operation journal under a kill, an operator's
 hold, two workers and a reused operation id — printing the journal's own evidence.
 
 It drives the use cases directly (no Dagster: the journal is the same either way, and the kill

@@ -325,7 +325,7 @@ def entry() -> int:
     """The console script's and ``python -m``'s entry: ``main``, then a process exit that skips
     the interpreter's final garbage collections. Tearing down the modules of Dagster, SQLAlchemy
     and polars leaves hundreds of thousands of objects in reference cycles, and collecting them
-    took 0.7-1.1 s after every command on this machine kind (the no-op ``run`` is 2 s in all).
+    was a large part of every short command (a no-op ``run`` most of all).
     Freezing moves every live object out of the collector's reach: objects are still released
     by reference counting, only cyclic garbage is left to the operating system. Every connection
     the command opened is already closed (``test_cli.py`` checks no WAL is left beside the

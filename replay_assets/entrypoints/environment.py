@@ -26,7 +26,7 @@ def settings_from_environment(home: str | None = None) -> Settings:
 
 def settings_text(path: Path) -> str | None:
     """The settings file's text, None when there is none. Read with the rules of deliveries
-    (SPEC 10): a regular file only, never through a symlink, opened non-blocking (a FIFO there
+    (hostile input): a regular file only, never through a symlink, opened non-blocking (a FIFO there
     cannot hang a command), refused past ``CONFIG_BYTES``; anything else is a
     :class:`SettingsError` naming the file. The home itself may be reached through a symlink."""
     try:

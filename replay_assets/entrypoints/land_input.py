@@ -79,7 +79,7 @@ def debezium_input(args: argparse.Namespace, settings: Settings) -> tuple[str, l
         raise ReplayError(
             ErrorCode.USAGE,
             f"{args.file}: {refused}; the contract numbers source_seq and version 0..1e12 after "
-            f"debezium.{args.source}.position_offset is subtracted (SPEC 10: a position it cannot "
+            f"debezium.{args.source}.position_offset is subtracted (a position the contract cannot "
             "hold refuses the file; nothing was landed)",
         ) from None
     return digest.hexdigest(), native, records

@@ -96,8 +96,8 @@ def instance_for(dagster_home: Path, config: Path | None = None) -> dg.DagsterIn
         reasons = "; ".join(" ".join(e.message.split("Stack Trace:")[0].split()) for e in invalid.errors)
         raise SettingsError(f"the Dagster instance file {target}: {reasons}") from None
     except Exception as error:
-        # dagster-postgres is imported only by an instance that uses it (its import costs 0.7 s
-        # of every `run`), so its exception class is looked up, not imported
+        # dagster-postgres is imported only by an instance that uses it (its import is a
+        # noticeable part of every `run`), so its exception class is looked up, not imported
         postgres = sys.modules.get("dagster_postgres.utils")
         if postgres is None or not isinstance(error, postgres.DagsterPostgresException):
             raise

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from replay_assets.core.gate import CheckOutcome
     from replay_assets.core.manifest import Manifest
     from replay_assets.core.plan import DatePlan, WarehouseFacts
+    from replay_assets.core.receipts import LandedCounts
     from replay_assets.core.slo import Slo
     from replay_assets.core.status import CommitState, PartitionStatus
     from replay_assets.storage.apply.load_date import ApplyResult
@@ -74,6 +75,9 @@ class LandingReader(Protocol):
     def schema_gated(self, batch_id: str) -> int: ...
     def violated_on(self, batch_id: str, load_date: str) -> bool: ...
     def check_segments(self) -> tuple[int, list[dict[str, object]]]: ...
+    def landed_counts(self, load_date: str) -> LandedCounts:
+        """What the warehouse holds of the load date's landed files, each count read on its own."""
+        ...
 
 
 class LandingWriter(LandingReader, Protocol):

@@ -1,4 +1,4 @@
-"""Operator-facing use cases (SPEC 7): step-attempt evidence, service levels, re-verification that
+"""Operator-facing use cases: step-attempt evidence, service levels, re-verification that
 flags SUSPECT publications, reconciliation reports and the consumer update for one partition."""
 
 from __future__ import annotations
@@ -91,7 +91,8 @@ class Operations:
             return unit.reports.daily_totals(first, last)
 
     def reconcile(self) -> list[dict[str, Any]]:
-        """Per load date: the reconciliation sums and whether they add up (SPEC 3.5)."""
+        """Per load date: the reconciliation sums and whether they add up (source events =
+        accepted + rejected + skipped)."""
         with self.pipeline.store.connect() as unit:
             return unit.reports.reconciliation_report()
 

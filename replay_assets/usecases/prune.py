@@ -1,4 +1,4 @@
-"""Retention (SPEC 10): prune the applied load dates behind the replay horizon, each as its own
+"""Retention: prune the applied load dates behind the replay horizon, each as its own
 journaled operation (crash-safe and idempotent: a retry after a kill anywhere prunes at most
 once and finishes the evidence), oldest first. Runs after every certified application."""
 

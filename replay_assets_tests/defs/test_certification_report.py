@@ -74,6 +74,7 @@ def test_every_check_is_partitioned_like_its_asset(home: Home) -> None:
     assert {s.name for s in home.defs.resolve_assets_def("raw_receipts").check_specs} == {
         "delivery_matches_manifest",
         "rejections_within_policy",
+        "reconciliation_adds_up",
     }
 
 

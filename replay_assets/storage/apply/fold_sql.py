@@ -26,9 +26,8 @@ from replay_assets.core.fold import Outcome
 # (stale, duplicate), only adds candidates, never removes one, so the result is exact; a test
 # renders the statement with three buckets to prove it. The twins are counted over ``_events``, not
 # over a materialized step: a third reader of one made DuckDB buffer it past the memory limit at
-# 10M events. The wide aggregates and their joins were most of the fold's cost and made it spill:
-# 1M events under the 1 GB memory limit 1.87 -> 0.99 s, under 150 MB 6.18 -> 1.7-1.9 s; 10M
-# events 59.8 -> 18.9 s (and it now also fits in 400 MB, where it ran out of memory before).
+# 10M events. The wide aggregates and their joins were most of the fold's cost and made it spill;
+# over the twins only, the fold is several times faster and fits memory limits it ran out of before.
 # The statement is written in the SQL both engines parse (``min_by``, ``hash``: 32 bits in Spark,
 # so more candidates and the same result; explicit ``GROUP BY`` columns): the Spark adapter
 # (``storage/spark/fold.py``) renders the same text, dropping the ``MATERIALIZED`` hints and

@@ -1,6 +1,6 @@
 """Each key's newest history row, kept as a table (``order_latest``, ``customer_latest``; schema
 v8) so a load date's work reads the state it builds on in the size of the state, not of the
-history the horizon keeps (SPEC 10 "cost by change": the fold reaches history through the keys
+history the horizon keeps (cost by change: the fold reaches history through the keys
 it touches).
 
 **Invariant**, at every commit: the latest tables hold exactly each key's row with the greatest

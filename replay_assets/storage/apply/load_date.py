@@ -1,7 +1,7 @@
 """Applying one load date: one transaction covering state history, tombstones, the event
 registry, the restatement queue, watermarks, reconciliation, the snapshot record and the commit
-marker (SPEC 3.7). The caller owns the transaction; nothing here commits. Engine-neutral: the
-steps are a port (``steps.py``), so every engine applies a date by this one procedure."""
+marker. The caller owns the transaction; nothing here commits. Engine-neutral: the steps are
+a port (``steps.py``), so every engine applies a date by this one procedure."""
 
 from __future__ import annotations
 

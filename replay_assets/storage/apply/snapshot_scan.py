@@ -1,4 +1,4 @@
-"""One streamed pass over a load date's state snapshot (issue 6): its content hash, its controls
+"""One streamed pass over a load date's state snapshot: its content hash, its controls
 and the row-level gate predicates, computed part by part in key order, so certifying a state of
 any size holds one part in memory (DuckDB sorts and streams it), never the whole snapshot.
 

@@ -22,8 +22,7 @@ CUSTOMER_KEY_SQL = "'[\"' || customer_id || '\"]'"
 FOLD_TABLES = ("_events", "_committed", "_registry", "_fold", "_folded", "_groups")
 # What the fold and the committed state's lookup read of each event: ``_events`` carries only
 # these, and ``_folded`` joins the outcomes back to the staged rows once. A copy of all 26 columns
-# before the fold and another after it cost, on a 1M-event load date under a 150 MB memory limit,
-# 1.07 + 0.90 s against 0.64 + 0.69 s now.
+# before the fold and another after it cost markedly more under a tight memory limit.
 FOLD_COLUMNS = (
     "source",
     "event_id",
@@ -84,9 +83,8 @@ def stage_fold(con: duckdb.DuckDBPyConnection, batches: list[str], load_date: st
 # then hashed the 26 wide staged columns (spilling them past the memory limit) and streamed the
 # four narrow outcome columns through. With the optimizer that swaps a join's sides off for the
 # statement, the right side as written is the one built; the outcome, rule, new id and winner go
-# into its hash table packed in one SMALLINT. Measured on a 10M-event load date in the apply's transaction
-# under the 1 GB limit: the statement took 17.1 s as DuckDB planned it, 14.6-14.8 s with the sides
-# as written, 8.0-8.7 s with the outcomes packed too (stage_fold 42 -> 29-30 s).
+# into its hash table packed in one SMALLINT. Measured at volume in the apply's transaction under
+# the memory limit, the sides as written and the packed outcomes each took a large share off it.
 _SWAP_SIDES = "build_side_probe_side"
 
 

@@ -1,5 +1,5 @@
-"""The state's content hash and controls kept from what each load date changed (SPEC 10 "cost by
-change"), in SQL over the rows the date wrote and the rows they replaced, never all of history.
+"""The state's content hash and controls kept from what each load date changed (cost by
+change), in SQL over the rows the date wrote and the rows they replaced, never all of history.
 
 **The content hash is a multiset hash.** Each state row (orders and customers, tombstones
 included, with its version) hashes to sha256 of its JSON rendering; the hash's four 64-bit limbs

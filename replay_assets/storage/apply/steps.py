@@ -29,7 +29,7 @@ def counts_of(
     rejected: Mapping[str, int],
     outcomes: Mapping[tuple[str, str], int],
 ) -> dict[str, Counts]:
-    """Reconciliation per batch (SPEC 3.5), any engine: its landed events, rejections, and the
+    """Reconciliation per batch, any engine: its landed events, rejections, and the
     fold's outcomes by (batch, outcome)."""
     return {
         b: Counts(

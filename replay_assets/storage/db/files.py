@@ -1,4 +1,4 @@
-"""Reading files of the landing area without trusting the filesystem (SPEC 10, hostile input).
+"""Reading files of the landing area without trusting the filesystem (hostile input).
 
 A delivered file or manifest is opened only as a regular file directly inside its folder: never
 through a symlink (``O_NOFOLLOW``, the folder too), never a FIFO, device or directory (``fstat``

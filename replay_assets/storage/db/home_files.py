@@ -1,5 +1,5 @@
 """The files the project keeps in its home and reads back (``in_progress.json``, ``clock.json``),
-read by the rules of deliveries (SPEC 10, ``storage/db/files.py``): a regular file directly
+read by the rules of deliveries (``storage/db/files.py``): a regular file directly
 in the home, opened non-blocking and never through a symlink (a FIFO cannot hang a command that
 holds the home's locks), and bounded before it is buffered. Anything else is refused with
 REPLAY_HOME_FILE_REFUSED naming the file and the rule: the project owns these names, so a

@@ -155,8 +155,8 @@ _V4 = [
         recorded_at TIMESTAMPTZ NOT NULL)""",
 ]
 
-# No ART indexes on the tables that grow with every event (issue 6): DuckDB keeps an ART index
-# in memory and its inserts cost about 1.5 s per million keys; at 10M events a day the event
+# No ART indexes on the tables that grow with every event: DuckDB keeps an ART index
+# in memory and its inserts are slow per key; at 10M events a day the event
 # registry's primary key alone ran the 1 GB warehouse out of memory. Uniqueness holds by
 # construction (one winner per key and load date; a registry row only for an id not registered
 # before) and the gate checks unique keys on every certified state.
@@ -183,7 +183,7 @@ _V5 = [
     )
 ]
 
-# Retention (issue 14): what a pruned load date keeps. ``landed_files`` holds each delivered file's
+# Retention: what a pruned load date keeps. ``landed_files`` holds each delivered file's
 # verified sha256, event count and size from landing on (homes landed before v6 keep their counts
 # from raw receipts, without a hash); ``pruned_load_dates`` is the evidence of each pruning.
 _V6 = [
@@ -201,7 +201,7 @@ _V6 = [
         history_rows BIGINT NOT NULL, pruned_at TIMESTAMPTZ NOT NULL)""",
 ]
 
-# Cost by change (issue 14): each certified date's content-hash sums per entity (row count and
+# Cost by change: each certified date's content-hash sums per entity (row count and
 # the exact sums of the rows' sha256 limbs), so the next date adds what it changed.
 _V7 = [
     """CREATE TABLE state_digests (
@@ -210,7 +210,7 @@ _V7 = [
         PRIMARY KEY (load_date, entity))""",
 ]
 
-# Cost by change (issue 14): each key's newest history row, kept with history in one transaction
+# Cost by change: each key's newest history row, kept with history in one transaction
 # (``storage/apply/latest.py``), so a date's fold, hash and controls read the state, not history.
 _V8 = [
     f"CREATE TABLE order_latest {_UNINDEXED['order_history']}",
@@ -225,7 +225,7 @@ _V8 = [
         part VARCHAR NOT NULL)""",
 ]
 
-# Schema evolution (issue 15): the events of each landed file a declared upcaster took from
+# Schema evolution: the events of each landed file a declared upcaster took from
 # another schema_version to the contract, with the declaration's identity.
 _V9 = [
     """CREATE TABLE upcast_events (
@@ -250,7 +250,7 @@ _V9 = [
     "ALTER TABLE load_date_attempts ADD COLUMN seq BIGINT DEFAULT nextval('attempt_seq')",
 ]
 
-# Throughput (issue 16): each fact once. A line the grammar certified keeps its sha256 and how it
+# Throughput: each fact once. A line the grammar certified keeps its sha256 and how it
 # was rendered; its text is its staged event rendered again (``raw_payloads``).
 _V10 = [
     "ALTER TABLE raw_receipts ALTER COLUMN payload DROP NOT NULL",
@@ -258,12 +258,11 @@ _V10 = [
     RAW_PAYLOADS_VIEW,
 ]
 
-# Throughput (issue 16): the state's and the registry's sha256 columns stored uncompressed. DuckDB
-# compresses every VARCHAR with DICT_FSST, which costs about 0.8 us to write a 64-character hex
-# hash and time again to read it, to store it in about 34 bytes instead of 64. Measured on the
-# apply of a 10M-event load date (design.md "Hash columns stored uncompressed"): 103.6 s to 79.8 s
-# (medians), for 26 % more warehouse blocks. Each table is rebuilt as in v5, in the migration's
-# one transaction.
+# Throughput: the state's and the registry's sha256 columns stored uncompressed. DuckDB
+# compresses every VARCHAR with DICT_FSST, which is slow to write and to read for a 64-character
+# hex hash, to store it in about half its bytes. The apply at volume gained more than the extra
+# blocks cost (design.md "Hash columns stored uncompressed"). Each table is rebuilt as in v5,
+# in the migration's one transaction.
 HASH_COLUMNS = {
     "event_registry": "content_sha256",
     "order_history": "image_sha256",
@@ -291,7 +290,7 @@ _V11 = [
     )
 ]
 
-# Throughput (issue 16): the landing's two per-line tables become views over tables of the same
+# Throughput: the landing's two per-line tables become views over tables of the same
 # columns (``receipt_rows``, ``staged_rows``), which the landing, a relanding and retention write;
 # every reader keeps reading ``raw_receipts`` and ``staged_events``. This step changes no row and
 # no reader; the next has the views also read the rows the landing workers leave in Parquet files
@@ -303,12 +302,12 @@ _V12 = [
     for statement in (f"ALTER TABLE {view} RENAME TO {table}", f"CREATE VIEW {view} AS SELECT * FROM {table}")
 ]
 
-# Throughput (issue 16): the landing's rows stay in the workers' Parquet files under
+# Throughput: the landing's rows stay in the workers' Parquet files under
 # ``$HOME/segments`` (``storage/db/segments.py``), registered in ``landing_segments``; the
 # views read the tables' rows and the registered files' rows. Existing rows stay in the tables.
 _V13 = [segments.REGISTER, *(segments.view_sql(kind) for kind in segments.KINDS)]
 
-# A home's path holds any character a file system allows (SPEC 10): the views read its folder as
+# A home's path holds any character a file system allows: the views read its folder as
 # the literal start of their file patterns, so a home named g[A]h never reads a home gAh's files.
 _V14 = [segments.view_sql(kind) for kind in segments.KINDS]
 

@@ -1,7 +1,7 @@
 """How a path reaches a program that reads it as more than a path: DuckDB's and polars' file
 readers take a path as a glob pattern, SQLAlchemy parses a SQLite path as part of a URL. Each such
 path goes through one function here, so a home whose name holds ``*[]{}'"``, spaces or unicode
-reads its own files only (SPEC 10 "Hostile input": two homes side by side never see each other's
+reads its own files only (hostile input: two homes side by side never see each other's
 rows). DuckDB cannot open a database under a path with a backslash or a ``?`` at all, so the
 settings refuse such a home (``core/config.py``).
 """

@@ -176,8 +176,7 @@ def of_date(con: duckdb.DuckDBPyConnection, view: str, params: dict[str, object]
     date's registered files read by name rather than the whole folder through the glob (a
     missing one fails the statement). Each file's constant columns come from lists indexed by
     the reader's ``file_index`` (its position in the list of files): a join on the file name
-    costs more than the read itself (10M staged rows: 2.3-2.5 s against 0.5 s narrow, 25 s
-    against 7.5 s with every column). Adds the parameters it needs to ``params``."""
+    costs more than the read itself. Adds the parameters it needs to ``params``."""
     kind = BY_VIEW[view]
     home = home_of(con) / FOLDER
     constant = [name for name, source in kind.columns if source is None]
@@ -217,9 +216,7 @@ def write(frame: pl.DataFrame, path: Path, schema: pl.Schema) -> Written:
     """Write ``frame`` as ``zstd`` Parquet of ``schema`` and make its bytes durable (fsync): a
     file registered by a commit must survive a power cut as the commit does."""
     buffer = io.BytesIO()
-    # zstd level 1: the default level 3 costs about twice the CPU for files no smaller (polars
-    # 2.1, chunks of 32k rows: staged rows 0.53 against 0.78 us, 76 against 77 MB; receipts 0.17
-    # against 0.40 us, 26.1 against 27.3 MB)
+    # zstd level 1: the default level 3 costs more CPU for files no smaller
     frame.select(list(schema)).cast(schema).write_parquet(
         buffer, compression="zstd", compression_level=ZSTD_LEVEL, statistics=False
     )

@@ -30,12 +30,12 @@ from replay_assets.storage.db.migrations import MIGRATIONS
 
 POLL_SECONDS = 0.05
 # how long a reader tries the warehouse before it answers from the published copy: longer than a
-# sensor's or a journal step's short transaction, short enough that `status` answers within 2 s
-# on a loaded 2-core machine (about 0.4 s to start the command, the read itself)
+# sensor's or a journal step's short transaction, short enough that `status` answers promptly
+# on a loaded 2-core machine while a load runs
 FALLBACK_AFTER_SECONDS = 0.3
 NOTHING_PUBLISHED = "empty state (the first load is running: nothing is published yet)"
 # DuckDB buffer memory per connection; beyond it DuckDB spills to <warehouse>.tmp/. Bounds the
-# peak RSS of a run at production volume (issue 6) with room for the Python side.
+# peak RSS of a run at production volume with room for the Python side.
 MEMORY_LIMIT = "1GB"
 
 
@@ -111,7 +111,7 @@ class Warehouse:
         """Give this thread's hold up for the body (connection closed, lock released) and take it
         again after. The operation journal's steps run so: each takes the lock for its own
         transaction, and between two steps an operator can inspect, hold or release the
-        operation even while its process is stopped there (SPEC 6)."""
+        operation even while its process is stopped there (the journal's fence decides, not the lock)."""
         held = _held(self.path)
         if held is None:
             yield
@@ -270,8 +270,8 @@ def _open_retrying(path: Path, deadline: float, *, read_only: bool) -> duckdb.Du
 
 def schema_version(con: duckdb.DuckDBPyConnection) -> int:
     """The newest migration applied to the database behind ``con`` (0 for none). Asks the table
-    itself: ``information_schema`` lists the whole catalog first, about 16 ms on a fresh
-    connection to the warehouse, and every open asks this (design.md, "Verified facts")."""
+    itself: ``information_schema`` lists the whole catalog first, slow on a fresh connection
+    to the warehouse, and every open asks this (docs/facts.md)."""
     try:
         row = one(con, "SELECT coalesce(max(version), 0) FROM schema_migrations")
     except duckdb.CatalogException:  # no migration ever ran on this database

@@ -24,7 +24,7 @@ from replay_assets.storage.duckdb_adapter.publish_steps import DuckDBPublishStep
 from replay_assets.storage.evidence import attempts, batches, costs, notes
 from replay_assets.storage.evidence import status as partition_status
 from replay_assets.storage.journal import entries, identities
-from replay_assets.storage.landing import ingest
+from replay_assets.storage.landing import counts, ingest
 from replay_assets.storage.publish import aggregates, certify, exports, published_copy, reverify
 from replay_assets.storage.retention import prune
 from replay_assets.storage.unit import WarehouseReader, WarehouseWriter
@@ -84,6 +84,7 @@ class LandingReading(OnConnection):
     schema_gated = bound(batches.schema_gated)
     violated_on = bound(batches.violated_on)
     check_segments = bound(segments.check)
+    landed_counts = bound(counts.landed_counts)
 
 
 class LandingWriting(LandingReading):

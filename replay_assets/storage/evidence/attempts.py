@@ -1,5 +1,5 @@
 """Operational evidence: every step attempt (started, failed, succeeded) and the service levels of
-each certified load date, computed from what the warehouse recorded (SPEC 7)."""
+each certified load date, computed from what the warehouse recorded."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Cost evidence (SPEC 7): per batch and per step, the events, bytes read, CPU and wall seconds,
+"""Cost evidence: per batch and per step, the events, bytes read, CPU and wall seconds,
 rows written and the temporary storage failed candidates keep."""
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ def run_costs(con: duckdb.DuckDBPyConnection, run_id: str, step: str) -> dict[st
     return dict(zip(names, (float(v) for v in row), strict=True))
 
 
-# Cost per delivered batch (SPEC 7, seed 002's "per-page cost"). Landing is measured per batch.
+# Cost per delivered batch (seed 002's "per-page cost"). Landing is measured per batch.
 # Applying is one set-based fold per load date, so its CPU and wall seconds exist per load date
 # only: each batch is given its share of the newest application of its date in proportion to its
 # source events (``apply_basis`` says so). Rows written are the batch's own: two per landed event

@@ -1,4 +1,4 @@
-"""Partition status per asset (SPEC 7): one row per (asset, partition), with the reason."""
+"""Partition status per asset: one row per (asset, partition), with the reason."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The recovery-aware executor every mutation goes through: the operation journal's steps
 (create-if-absent, compare-and-set transitions), the mutation with its fence in one transaction,
-then the evidence (SPEC 6). Engine-neutral: each step is one transaction of a ``ports.Store``, and
+then the evidence. Engine-neutral: each step is one transaction of a ``ports.Store``, and
 the journal's rows and the fence are the ``storage.unit.WarehouseWriter``'s (``entries.py`` in DuckDB)."""
 
 from __future__ import annotations
@@ -51,8 +51,8 @@ def execute(
     mutates the target at most once and finishes what is missing. Returns the recorded result.
 
     A COMPLETE operation whose target drifted from its record is not trusted: a repair operation,
-    whose identity includes the observed target hash, runs ``repair`` (SPEC 6)."""
-    with store.released():  # each step takes the lock for its own transaction (SPEC 6)
+    whose identity includes the observed target hash, runs ``repair``."""
+    with store.released():  # each step locks for its own transaction: an operator may act between
         failpoints.hit(fail_point, f"{op.kind}:before_intent")
         with _unheld(store) as unit:
             entry = unit.journal.create_or_get_entry(op, actor, clock())

@@ -1,4 +1,4 @@
-"""Operation identities of the journaled mutations: logical inputs only (SPEC 6)."""
+"""Operation identities of the journaled mutations: logical inputs only, so any retry finds the same entry."""
 
 from __future__ import annotations
 

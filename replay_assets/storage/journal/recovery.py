@@ -1,4 +1,4 @@
-"""Operator recovery of journaled operations (SPEC 6): read-only inspect and plan, explicit apply.
+"""Operator recovery of journaled operations: read-only inspect and plan, explicit apply.
 
 Works with Dagster down: it needs only the warehouse, through its port (any engine). Every
 applied action is a CAS transition on the operation's version with an audit row naming the

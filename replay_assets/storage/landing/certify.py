@@ -9,8 +9,7 @@ the window, the key equal to the image's key, ``source_seq`` inside the declared
 upsert with an image and a delete without. The grammar proved the shape, so DuckDB's
 ``from_json`` only extracts the values, and the canonical key, image and content texts come
 from the same SQL as DuckDB's JSON path (``validation.events_sql``). Their sha256 are taken by
-``polars-hash`` (0.33-0.46 us a text, against 0.65-0.78 us with ``hashlib`` and 1.6 us with
-DuckDB's).
+``polars-hash``, the cheapest of it, ``hashlib`` and DuckDB's ``sha256`` (docs/facts.md).
 
 Every other line (suspect, malformed, rejected, blocking, upcast, another layout) is not
 certified and goes to the slower tiers, so reasons, details and line numbers stay the
@@ -73,8 +72,8 @@ _LOCK = threading.Lock()
 
 
 def _cursor() -> duckdb.DuckDBPyConnection:
-    """A cursor on this process's in-memory database (one instance: starting one costs about
-    20 ms; a cursor is a connection of its own, so threads do not share one)."""
+    """A cursor on this process's in-memory database (one instance, since starting one is not
+    free; a cursor is a connection of its own, so threads do not share one)."""
     with _LOCK:
         if not _DUCKDB:
             _DUCKDB.append(duckdb.connect(config={"threads": 1}))

@@ -73,8 +73,8 @@ _CUSTOMER = list(CUSTOMER_IMAGE)
 _BIGINT = {"source_seq", "schema_version", "version", "line_no", *_IMAGE_INTS}
 
 
-# Renderings use concat(), many arguments in one call: chained || allocates at every step (7x
-# slower here). concat() reads NULL as '', which cannot fake a match: every value follows a
+# Renderings use concat(), many arguments in one call: chained || allocates at every step
+# (docs/facts.md). concat() reads NULL as '', which cannot fake a match: every value follows a
 # literal '"name":' prefix, and valid JSON has a non-empty value text there.
 def _concat(parts: list[str]) -> str:
     return "concat(" + ", ".join(parts) + ")"
@@ -115,7 +115,7 @@ def _struct(names: list[str]) -> str:
 
 
 _VERSION = """CASE WHEN version_n IS NULL THEN '' ELSE concat(',"version":', version_n) END"""
-# the layout producers write in the contract's field order (SPEC 2.2), compact
+# the layout producers write in the contract's field order, compact
 _SPEC_RENDERING = _concat(
     [
         "'{'",

@@ -1,8 +1,8 @@
 """Worker processes that prepare chunks of lines (``prepare.py``), one per core.
 
 Each worker is ``python -m replay_assets.storage.landing.workers``: a fresh interpreter that
-imports only the preparing code (polars, and DuckDB for an in-memory database: about 0.4 s in
-all; not Dagster or the caller's ``__main__``, which ``multiprocessing``'s spawn and forkserver
+imports only the preparing code (polars, and DuckDB for an in-memory database;
+not Dagster or the caller's ``__main__``, which ``multiprocessing``'s spawn and forkserver
 would import again: the CLI's entry script imports Dagster, seconds per worker). Jobs and
 results are pickled frames on the worker's stdin and stdout; results are small (the data goes
 to Parquet files), so a worker never blocks on a full pipe while its caller writes the next job.

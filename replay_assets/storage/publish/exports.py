@@ -132,7 +132,8 @@ RECONCILE_SQL = """
 
 
 def reconciliation_report(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
-    """Per load date: the reconciliation sums and whether they add up (SPEC 3.5)."""
+    """Per load date: the reconciliation sums and whether they add up (source events = accepted
+    + rejected + skipped)."""
     return query_frame(con, RECONCILE_SQL).to_dicts()
 
 

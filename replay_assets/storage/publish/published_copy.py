@@ -1,11 +1,11 @@
-"""The published copy consumers read (SPEC 5): certified tables as Parquet under
+"""The published copy consumers read: certified tables as Parquet under
 ``$HOME/published/`` and ``$HOME/published.duckdb`` with views over them.
 
 The views are created once and never rewritten, so a reader holding ``published.duckdb`` open
 never blocks the pipeline: a publish only replaces Parquet files (temp file, fsync, rename), and
 a reader mid-scan keeps the file it opened. The views hold no path of the home: each finds the
 Parquet files in the folder of the ``published.duckdb`` it is read from, so a copied, moved or
-restored home serves its own data (SPEC 10).
+restored home serves its own data.
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ VIEW_FILES = {  # the current state's views read its live generation (``publishe
     "publications": "published/publications.parquet",
     **{table: f"published/evidence/{table}.parquet" for table in EVIDENCE_TABLES},
 }
-# As-of access (SPEC 10): the consumer-typed history rows each certified load date inside the
+# As-of access: the consumer-typed history rows each certified load date inside the
 # horizon wrote (``history/<entity>/load_date=D.parquet``, rewritten when D is restated) and the
 # state as of the last pruned date (``base.parquet``: history up to it holds one row per key).
 # ``orders_as_of(d)`` takes each key's newest row up to ``d``; behind the horizon it fails.

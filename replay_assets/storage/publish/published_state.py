@@ -1,5 +1,6 @@
-"""The published current state by partition (SPEC 10 "cost by change"): ``current_orders`` as
-Parquet files per business date (tombstones, which have none, under ``none``) and
+"""The published current state by partition (cost by change: a refresh rewrites what changed):
+``current_orders`` as Parquet files per business date (tombstones, which have none, under
+``none``) and
 ``current_customers`` as one partition, under ``published/current/<entity>/``.
 
 A refresh rewrites only the partitions the latest tables logged a change of since the last

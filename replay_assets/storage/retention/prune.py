@@ -1,4 +1,4 @@
-"""Pruning one load date behind the replay horizon (SPEC 10, ``core/retention.py``), in the
+"""Pruning one load date behind the replay horizon (``core/retention.py``), in the
 caller's transaction: its raw payloads, staged events and event-id registry rows go, and every
 history row it superseded (an older row of a key it wrote). What stays: the manifests and each
 file's verified hash and count (``landed_files``), reconciliation, rejected events and

@@ -1,4 +1,4 @@
-"""The Spark adapter as the settings name it (SPEC 10 "Scale-out"): ``REPLAY_ASSETS_SPARK_REMOTE``
+"""The Spark adapter as the settings name it: ``REPLAY_ASSETS_SPARK_REMOTE``
 is a Spark Connect address (``sc://HOST:PORT``: a Spark 4 Connect server or a Sail cluster), or
 ``local``, an embedded Sail server this process starts on a free loopback port the first time it
 is asked and stops when it exits. One Spark Connect session per process and warehouse: every

@@ -1,4 +1,4 @@
-"""The operation journal and its fence on Delta (SPEC 6): the Spark unit's journal port.
+"""The operation journal and its fence on Delta: the Spark unit's journal port.
 
 The same rows as the DuckDB adapter's (``storage/journal/entries.py``) and the same rules
 (``entries.same_intent``, ``require_move``). A compare-and-set reads the entry in the unit and

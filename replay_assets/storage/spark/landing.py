@@ -22,9 +22,10 @@ from pyspark.sql import functions as F
 
 from replay_assets.core.events import ValidationContext
 from replay_assets.core.manifest import Manifest
+from replay_assets.core.receipts import LandedCounts
 from replay_assets.storage.db import segments
 from replay_assets.storage.db.paths import read_parquet_files
-from replay_assets.storage.landing import parallel, rows
+from replay_assets.storage.landing import counts, parallel, rows
 from replay_assets.storage.landing.area import DeliveryFile, RawChunk
 from replay_assets.storage.landing.rows import Landed
 from replay_assets.storage.landing.source_records import (
@@ -32,6 +33,7 @@ from replay_assets.storage.landing.source_records import (
     SOURCE_RECORDS_SCHEMA,
     record_rows,
 )
+from replay_assets.storage.spark.dialect import render
 from replay_assets.storage.spark.unit import UnitBase
 
 _TABLES = ("raw_receipts", "staged_events", "rejected_events", "batch_violations", "source_records")
@@ -74,6 +76,14 @@ class LandingOps(UnitBase):
         if upcasts:
             self.append("upcast_events", upcasts)
         return found.landed(manifest, events, files)
+
+    def landed_counts(self, load_date: str) -> LandedCounts:
+        """The DuckDB adapter's statement (``storage/landing/counts.py``) over this unit's Delta
+        tables; only the counts come back."""
+        params = counts.parameters(load_date)
+        found = self.rows(self.sql(render(counts.LANDED_COUNTS_SQL, params), **params))
+        pruned = self.frame("pruned_load_dates").where(F.col("load_date") == F.lit(load_date))
+        return counts.counts_of(load_date, found, pruned=bool(pruned.limit(1).collect()))
 
 
 def _land_file(
