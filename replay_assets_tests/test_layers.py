@@ -177,7 +177,7 @@ OVER_BUDGET = {
     "spark.published.PublishedOps": 78,
     "spark.reports.ReportOps": 53,
     "spark.retention.RetentionOps": 45,
-    "spark.store.SparkUnit": 82,
+    "spark.store.SparkUnit": 83,
 }
 
 
