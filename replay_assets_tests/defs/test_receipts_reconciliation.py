@@ -171,9 +171,9 @@ def test_both_engines_count_the_same_landed_rows(request: pytest.FixtureRequest,
     for kind in STORES:
         with open_store(request, kind, tmp_path / kind) as opened:
             with opened.store.transaction() as unit:
-                unit.land_batch(seen.manifest, files=files, ctx=CTX, now=NOW)
+                unit.landing.land_batch(seen.manifest, files=files, ctx=CTX, now=NOW)
             with opened.store.read() as unit:
-                found[kind] = unit.landed_counts("2026-01-02")
+                found[kind] = unit.landing.landed_counts("2026-01-02")
     assert found["spark"] == found["duckdb"]
     [marker, counted] = found["duckdb"].files  # the batch, then its one file
     assert (marker.batch_id, marker.source_file, marker.declared) == ("B1", None, 0)
