@@ -147,7 +147,7 @@ def test_browser_the_sensor_page_lists_the_runs_of_its_ticks(
         expect(row).to_contain_text(f"partition: {ui.tags_of(run)['dagster/partition']}")
     shot(page, artifacts, "sample-01-source_manifest_sensor-ticks-and-their-runs")
     page.goto("/runs")
-    expect(page.get_by_text("restatement_sensor").first).to_be_visible()
+    expect(page.get_by_text("restatement_sensor").first).to_be_visible(timeout=15_000)
     expect(page.get_by_text("source_manifest_sensor").first).to_be_visible()
     shot(page, artifacts, "sample-02-runs-launched-by-the-sensors")
 
