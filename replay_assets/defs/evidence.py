@@ -1,7 +1,7 @@
 """Every piece of asset metadata a person reads in the Dagster UI, built here so the asset bodies
 stay wiring. Tables are Dagster's own (``MetadataValue.table`` with a ``TableSchema``, rendered as
-tables and typed), numbers are plain ints and floats (the asset's Plots tab draws them per
-partition), and each partition carries only its own values."""
+tables and typed), numbers are plain ints and floats (the Plots of the asset's Overview draw
+them per partition), and each partition carries only its own values."""
 
 from collections.abc import Mapping, Sequence
 from typing import Any

@@ -2,7 +2,7 @@
 
 The backfill is added to the instance the way the UI's backfill dialog adds one (an asset backfill
 over the asset's partition range), so it is listed on the Backfills page with the operator's note
-as its title and description, and the daemon's backfill loop launches its runs, each tagged
+as its title and description, and its first line in the tag the UI shows, and the daemon's backfill loop launches its runs, each tagged
 ``dagster/backfill`` and ``replay/lane=backfill``. With ``--wait`` and no daemon running, a daemon
 is started for the duration; once the backfill's runs have ended, the restatements they queued are
 executed too (in this process, as the CLI's runs, when the daemon was this command's own), so
@@ -55,6 +55,7 @@ SELECTION_OF_ASSET = {
 }
 LOAD_DATE_ASSETS = frozenset(LOAD_DATE_SELECTION)
 OPERATOR_TAG = "replay/operator"
+NOTE_TAG = "replay/note"  # the UI shows a backfill's tags, never its title or description
 ACTIVE = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED]
 POLL_SECONDS = 1.0
 TITLE_LENGTH = 100  # Dagster's longest backfill title
@@ -113,7 +114,7 @@ def launch(session: Session, asset: str, first: str, last: str, note: str, opera
         backfill_id=make_new_backfill_id(),
         asset_graph=graph,
         backfill_timestamp=get_current_timestamp(),
-        tags={LANE_TAG: BACKFILL, OPERATOR_TAG: operator, USER_TAG: operator},
+        tags={LANE_TAG: BACKFILL, OPERATOR_TAG: operator, USER_TAG: operator, NOTE_TAG: title_of(note)},
         dynamic_partitions_store=instance,
         partitions_by_assets=[
             PartitionsByAssetSelector(asset_key=dg.AssetKey(key), partitions=span)

@@ -132,6 +132,7 @@ def test_a_daily_aggregates_backfill_is_listed_with_its_note_and_its_page_opens(
     assert backfill["isAssetBackfill"] and backfill["status"] == "COMPLETED_SUCCESS"
     tags = {t["key"]: t["value"] for t in backfill["tags"]}
     assert tags["replay/lane"] == "backfill" and tags["replay/operator"]
+    assert tags["replay/note"] == backfill["title"]  # the UI shows tags, not the title
     assert details["error"] is None and details["assetSelection"] == [{"path": ["daily_aggregates"]}]
     root = details["assetBackfillData"]["rootTargetedPartitions"]
     assert root["ranges"] == [{"start": first, "end": last}]
