@@ -2,11 +2,11 @@
 
 The backfill is added to the instance the way the UI's backfill dialog adds one (an asset backfill
 over the asset's partition range), so it is listed on the Backfills page with the operator's note
-as its title and description, and its first line in the tag the UI shows, and the daemon's backfill loop launches its runs, each tagged
-``dagster/backfill`` and ``replay/lane=backfill``. With ``--wait`` and no daemon running, a daemon
-is started for the duration; once the backfill's runs have ended, the restatements they queued are
-executed too (in this process, as the CLI's runs, when the daemon was this command's own), so
-nothing is left pending.
+as its title and description (and its first line in the tag the UI shows), and the daemon's
+backfill loop launches its runs, each tagged ``dagster/backfill`` and ``replay/lane=backfill``.
+With ``--wait`` and no daemon running, a daemon is started for the duration; once the
+backfill's runs have ended, the restatements they queued are executed too (in this process, as
+the CLI's runs, when the daemon was this command's own), so nothing is left pending.
 """
 
 import os
