@@ -99,6 +99,10 @@ def test_a_late_batch_on_a_sealed_date_equals_the_same_batch_on_time(data: st.Da
     late += data.draw(st.lists(st.sampled_from(later), max_size=2) if later else st.just([]), label="replays")
     assume(late)
     days[sealed] = [line for i, line in enumerate(days[sealed]) if i not in moved]
+    _assert_late_equals_on_time(days, sealed, late)
+
+
+def _assert_late_equals_on_time(days: list[list[str]], sealed: int, late: list[str]) -> None:
     dates = load_dates(len(days))
     day = dates[sealed]
     root = Path(tempfile.mkdtemp(prefix="replay-assets-late-"))
@@ -134,6 +138,20 @@ def test_a_late_batch_on_a_sealed_date_equals_the_same_batch_on_time(data: st.Da
         assert found == _everything(on_time, dates)
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def test_a_late_batch_that_moves_a_later_dates_version_earlier_rewrites_that_dates_as_of_rows() -> None:
+    """The late batch carries the version a later date applied (a replay): after the chain, that
+    date's history holds no row for the key and the state's hash is unchanged, yet the published
+    as-of rows of that date must lose the row too."""
+    days = [
+        [event(1, "o0", 1, version=41)],
+        [],
+        [event(4, "o0", 2, version=2, amount_minor=229)],
+        [event(3, "o0", 2, version=42, amount_minor=770)],
+    ]
+    late = [event(2, "o0", 2, version=1), event(4, "o0", 2, version=2, amount_minor=229)]
+    _assert_late_equals_on_time(days, 1, late)
 
 
 # --------------------------------------------------------------------------- a named case

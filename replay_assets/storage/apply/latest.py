@@ -101,6 +101,20 @@ def advance(con: duckdb.DuckDBPyConnection, day: str) -> None:
         con.execute(f"INSERT INTO {latest} ({columns}) {rows}", {"day": day})
 
 
+def log_removal(con: duckdb.DuckDBPyConnection, day: str) -> None:
+    """Before ``day``'s history rows are removed to fold it again: the partitions they sit in are
+    logged as a change of ``day``, so the published copy rewrites ``day``'s as-of rows even when
+    the fold writes none back and the state's content hash stays (a row moved to an earlier date)."""
+    _log(
+        con,
+        day,
+        {
+            entity: f"SELECT {part} AS part FROM {history} WHERE load_date = $day"
+            for history, (_latest, _key, entity, part) in LATEST.items()
+        },
+    )
+
+
 def retract(con: duckdb.DuckDBPyConnection, day: str) -> None:
     """After ``day``'s history rows were removed: each key whose newest row was ``day``'s takes
     its newest remaining row (none: the key did not exist before); the partitions the removed

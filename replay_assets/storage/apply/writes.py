@@ -159,6 +159,7 @@ def undo_load_date(con: duckdb.DuckDBPyConnection, day: str, now: dt.datetime) -
            WHERE load_date = ?""",
         [now, day],
     )
+    latest.log_removal(con, day)
     for table in ("order_history", "customer_history", "event_registry"):
         con.execute(f"DELETE FROM {table} WHERE load_date = ?", [day])
     latest.retract(con, day)

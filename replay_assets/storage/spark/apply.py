@@ -233,6 +233,7 @@ class WriteSteps(LatestSteps):
                 queued_at = greatest(s.queued_at, timestamp_micros(unix_micros(t.queued_at) + 1))""",
             matches=("load_date",),
         )
+        self.log_removal(day)
         gone = self._frame_of(pl.DataFrame({"load_date": [day]}))
         for table in ("order_history", "customer_history", "event_registry"):
             self.unit.merge_frame(table, gone, DELETE_DAY, matches=("load_date",))
