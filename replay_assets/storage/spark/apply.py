@@ -32,7 +32,7 @@ from replay_assets.storage.spark.facts import FactsOps
 from replay_assets.storage.spark.fold import fold
 from replay_assets.storage.spark.frames import to_polars
 from replay_assets.storage.spark.gate import GateSteps
-from replay_assets.storage.spark.latest import LatestSteps
+from replay_assets.storage.spark.latest import LatestSteps, log_removal
 from replay_assets.storage.spark.publish import SparkPublishSteps
 from replay_assets.storage.spark.stepbase import DELETE_DAY
 
@@ -233,7 +233,7 @@ class WriteSteps(LatestSteps):
                 queued_at = greatest(s.queued_at, timestamp_micros(unix_micros(t.queued_at) + 1))""",
             matches=("load_date",),
         )
-        self.log_removal(day)
+        log_removal(self, day)
         gone = self._frame_of(pl.DataFrame({"load_date": [day]}))
         for table in ("order_history", "customer_history", "event_registry"):
             self.unit.merge_frame(table, gone, DELETE_DAY, matches=("load_date",))

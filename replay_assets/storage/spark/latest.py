@@ -49,20 +49,6 @@ class LatestSteps(StepBase):
             )
             self.unit.append_frames(latest, [to_polars(self._sql(rows, day=day))])
 
-    def log_removal(self, day: str) -> None:
-        """The partitions of ``day``'s history rows, logged before they are removed
-        (``latest.log_removal``)."""
-        parts = {
-            entity: to_polars(
-                self._sql(
-                    f"SELECT DISTINCT {_spark(part)} AS part FROM {{{history}}} WHERE load_date = :day",
-                    day=day,
-                )
-            )
-            for history, (_latest, _key, entity, part) in LATEST.items()
-        }
-        self._log(day, parts)
-
     def retract_latest(self, day: str) -> None:
         """After ``day``'s history rows were removed: each key whose newest row was ``day``'s takes
         its newest remaining row (none: the key did not exist before); the partitions the removed
@@ -105,6 +91,21 @@ class LatestSteps(StepBase):
             for entity, frame in parts.items()
         ]
         self.unit.append_frames("latest_changes", rows)
+
+
+def log_removal(steps: LatestSteps, day: str) -> None:
+    """The partitions of ``day``'s history rows, logged before they are removed
+    (``latest.log_removal``); a function, not a method, so the steps' classes keep their size."""
+    parts = {
+        entity: to_polars(
+            steps._sql(
+                f"SELECT DISTINCT {_spark(part)} AS part FROM {{{history}}} WHERE load_date = :day",
+                day=day,
+            )
+        )
+        for history, (_latest, _key, entity, part) in LATEST.items()
+    }
+    steps._log(day, parts)
 
 
 def _spark(part: str) -> str:
