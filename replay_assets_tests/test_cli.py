@@ -356,3 +356,15 @@ def test_land_takes_a_seed000_document_one_batch_at_a_time(
     document.write_text(json.dumps({"batches": [{"batch_id": "initial"}]}), encoding="utf-8")
     assert main([*land, "--load-date", "2026-01-05", "--batch-id", "initial"]) == 2
     assert "demo_batches.json: not a seed-000 document" in capsys.readouterr().err
+
+
+def test_demo_refuses_a_folder_that_already_holds_a_demo_home(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    earlier = tmp_path / "seed001" / "warehouse.duckdb"
+    earlier.parent.mkdir()
+    earlier.write_bytes(b"an earlier demo's warehouse")
+    assert main(["demo", "--home", str(tmp_path)]) == 2
+    assert "seed001" in capsys.readouterr().err
+    assert earlier.read_bytes() == b"an earlier demo's warehouse"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["seed001"]

@@ -68,7 +68,15 @@ def _demo_scenario(job: tuple[str, str]) -> list[str]:
 def cmd_demo(args: argparse.Namespace) -> int:
     started = time.monotonic()
     root = Path(args.home) if args.home else Path(tempfile.mkdtemp(prefix="replay-assets-demo-"))
-    jobs = [(name, str(root)) for name in ("seed003", "seed000", "seed001", "seed002", "seed004")]
+    names = ("seed003", "seed000", "seed001", "seed002", "seed004")
+    taken = [name for name in names if (root / name).exists() and any((root / name).iterdir())]
+    if taken:  # a scenario builds its home from nothing: an earlier demo's rows would mix into it
+        raise ReplayError(
+            ErrorCode.USAGE,
+            f"{root} already holds demo homes ({', '.join(taken)}): the demo writes only into new "
+            "homes; remove them or name another folder with --home",
+        )
+    jobs = [(name, str(root)) for name in names]
     # the scenarios share nothing (each has its own home and instance): two at a time on two cores
     with ProcessPoolExecutor(max_workers=2, mp_context=multiprocessing.get_context("spawn")) as pool:
         for lines in pool.map(_demo_scenario, jobs):
