@@ -339,6 +339,27 @@ def test_a_settings_file_that_is_no_small_regular_file_is_a_usage_error(
     assert target.read_text(encoding="utf-8") == json.dumps({"retention_load_dates": 3})
 
 
+@pytest.mark.parametrize(
+    ("key", "value", "variable"),
+    [
+        ("fail_once", "current_state", "REPLAY_ASSETS_FAIL_ONCE"),
+        ("fail_point", "apply.before_commit", "REPLAY_ASSETS_FAIL_POINT"),
+        ("fixed_now", "2026-01-01T00:00:00+00:00", "REPLAY_ASSETS_NOW"),
+    ],
+)
+def test_the_clock_and_the_rehearsal_faults_are_refused_in_the_settings_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], key: str, value: str, variable: str
+) -> None:
+    """A production settings file never injects a fault or freezes the clock: the key, even with a
+    well-formed value, is a usage error naming the one variable that sets it."""
+    (tmp_path / CONFIG_FILE).write_text(json.dumps({key: value}), encoding="utf-8")
+    before = files_of(tmp_path)
+    code, err = status(tmp_path, {}, capsys)
+    assert code == 2
+    assert key in err and variable in err
+    assert files_of(tmp_path) == before
+
+
 # --------------------------------------------------------------------------- the Spark Connect address
 
 

@@ -142,6 +142,11 @@ def _config(text: str | None) -> dict[str, Any]:
     if not isinstance(cfg, dict):
         raise SettingsError(f"{CONFIG_FILE} is not a JSON object")
     unknown = sorted(set(cfg) - CONFIG_KEYS)
+    reserved = [key for key in unknown if key in SCHEMA and SCHEMA[key].env]
+    if reserved:  # the clock and the rehearsal faults: never a production file's to set
+        raise SettingsError(
+            f"{CONFIG_FILE} may not set {reserved[0]!r}: only {SCHEMA[reserved[0]].env} sets it"
+        )
     if unknown:
         raise SettingsError(f"{CONFIG_FILE} has unknown setting {unknown[0][:80]!r}")
     return cfg
@@ -236,7 +241,7 @@ SCHEMA: Mapping[str, Setting] = {
         optional=True,
     ),
     "fail_once": Setting(
-        Text(rf"{_STEP}(:{_STEP})?", "a step[:point]"), env=_env("fail_once"), optional=True
+        Text(rf"{_STEP}(:{_STEP})?", "a step[:point]"), env=_env("fail_once"), in_file=False, optional=True
     ),
     "retry_backoff_seconds": Setting(Number(0, 3_600), 5.0),
     "slo": Setting(
