@@ -1,5 +1,6 @@
 """The kill matrix's apply and publish points with the warehouse on Delta (the Spark adapter on
-the tests' Sail server, shared by the killed child and the rerun): SIGKILL inside the target
+the tests' Sail server, and on a Sail cluster of two workers, shared by the killed child and the
+rerun): SIGKILL inside the target
 unit and right after its fence, for applying a load date (seed 000's move; and after the state
 asset committed) and for publishing a queued restatement (seed 002's late delivery); a normal
 rerun ends exactly where an uninterrupted run on the same engine ends, each operation's target
@@ -20,7 +21,7 @@ import pytest
 from replay_assets.entrypoints.session import Session
 from replay_assets_tests.crash.test_kill_matrix import late_restatement_publish, seed000_move
 from replay_assets_tests.helpers import settings_for
-from replay_assets_tests.stores import store_rows
+from replay_assets_tests.stores import SERVERS, SPARK_KINDS, store_rows
 
 # the points where the target unit is open or has just fenced (the suite's budget: the
 # executor's other transitions are engine-neutral and killed on Delta in test_journal_kills.py)
@@ -63,6 +64,14 @@ def outcome(s: Session) -> dict[str, Any]:
             [r for r in store_rows(s.pipeline.store, "restatement_queue") if r["released_at"] is None]
         ),
     }
+
+
+@pytest.fixture(scope="module", params=SPARK_KINDS)
+def sail(request: pytest.FixtureRequest) -> str:
+    """The server the module's cases run on (each Spark kind's in turn): the templates, the
+    references and the killed children are built once per server."""
+    remote: str = request.getfixturevalue(SERVERS[request.param])
+    return remote
 
 
 @pytest.fixture(scope="module")
