@@ -1,8 +1,8 @@
 """Test tiers. ``uv run pytest -m "not slow"`` is the daily loop (a few minutes on 2 cores);
 ``uv run pytest`` (and CI) runs everything. The slow tier, in one place: processes killed at
 every journal point, the real daemon and webserver, runs on the real PostgreSQL server, the
-browser, the runbook executed end to end, the benchmark, and the big differential and
-hypothesis runs."""
+browser, the runbook executed end to end, the benchmark, the big differential and hypothesis
+runs, and every case on the Sail cluster."""
 
 from __future__ import annotations
 
@@ -138,10 +138,18 @@ if getattr(_MAIN, "__spec__", None) is None and not hasattr(_MAIN, "__file__"):
     _MAIN.__file__ = str(Path(__file__).with_name("xdist_main.py"))
 
 
+def on_the_sail_cluster(item: pytest.Item) -> bool:
+    """Whether a test runs on the Sail cluster: its server fixture, or a store kind it is
+    parametrised with (``stores.CLUSTER``). Every such case is slow: the fast tier never grows
+    with the cluster."""
+    return "sail_cluster" in getattr(item, "fixturenames", ()) or "sail-cluster" in item.nodeid
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         where = item.nodeid.removeprefix("replay_assets_tests/")
-        if where.startswith(SLOW_MODULES) or getattr(item, "originalname", item.name) in SLOW_TESTS:
+        named = getattr(item, "originalname", item.name) in SLOW_TESTS
+        if where.startswith(SLOW_MODULES) or named or on_the_sail_cluster(item):
             item.add_marker(pytest.mark.slow)
 
 
@@ -162,4 +170,14 @@ def sail() -> Iterator[str]:
     from replay_assets_tests import sail_server
 
     with sail_server.running() as remote:
+        yield remote
+
+
+@pytest.fixture(scope="session")
+def sail_cluster() -> Iterator[str]:
+    """A real Sail server in local-cluster mode for the session: a driver and two workers in one
+    process (``sail_server.CLUSTER``); its ``sc://`` address."""
+    from replay_assets_tests import sail_server
+
+    with sail_server.running(sail_server.CLUSTER) as remote:
         yield remote

@@ -1,6 +1,8 @@
 """Every adapter of the warehouse's ``Store`` port (``storage/ports.py``) the contract tests run
-against, by name: DuckDB in a home folder, and Delta tables on the tests' real Sail server. A
-child process builds the same store with ``make_store`` (``journal_child.py``)."""
+against, by name: DuckDB in a home folder, Delta tables on the tests' real Sail server, and the
+same on a Sail server in local-cluster mode (a driver and two workers, so plans shuffle between
+workers; every case on it is in the slow tier). A child process builds the same store with
+``make_store`` (``journal_child.py``)."""
 
 from __future__ import annotations
 
@@ -15,7 +17,10 @@ import pytest
 from replay_assets.storage.db.warehouse import Warehouse, WarehouseReader
 from replay_assets.storage.duckdb_adapter.unit import DuckDBReader, DuckDBStore
 
-STORES = ("duckdb", "spark")
+CLUSTER = "sail-cluster"
+SPARK_KINDS = ("spark", CLUSTER)  # the Spark adapter, on a local Sail server and on a Sail cluster
+STORES = ("duckdb", *SPARK_KINDS)
+SERVERS = {"spark": "sail", CLUSTER: "sail_cluster"}  # each Spark kind's server fixture
 
 
 @dataclass(frozen=True)
@@ -40,7 +45,7 @@ def make_store(kind: str, root: Path, remote: str) -> tuple[Any, Callable[[], No
 
 @contextmanager
 def open_store(request: pytest.FixtureRequest, kind: str, tmp_path: Path) -> Iterator[Opened]:
-    remote = request.getfixturevalue("sail") if kind == "spark" else ""
+    remote = request.getfixturevalue(SERVERS[kind]) if kind in SERVERS else ""
     root = tmp_path / "warehouse"
     closers: list[Callable[[], None]] = []
 

@@ -1,5 +1,6 @@
 """The kill matrix's apply and publish points with the warehouse on Delta (the Spark adapter on
-the tests' Sail server, shared by the killed child and the rerun): SIGKILL inside the target
+the tests' Sail server, and on a Sail cluster of two workers, shared by the killed child and the
+rerun): SIGKILL inside the target
 unit and right after its fence, for applying a load date (seed 000's move; and after the state
 asset committed) and for publishing a queued restatement (seed 002's late delivery); a normal
 rerun ends exactly where an uninterrupted run on the same engine ends, each operation's target
@@ -20,7 +21,7 @@ import pytest
 from replay_assets.entrypoints.session import Session
 from replay_assets_tests.crash.test_kill_matrix import late_restatement_publish, seed000_move
 from replay_assets_tests.helpers import settings_for
-from replay_assets_tests.stores import store_rows
+from replay_assets_tests.stores import SERVERS, SPARK_KINDS, store_rows
 
 # the points where the target unit is open or has just fenced (the suite's budget: the
 # executor's other transitions are engine-neutral and killed on Delta in test_journal_kills.py)
@@ -65,13 +66,21 @@ def outcome(s: Session) -> dict[str, Any]:
     }
 
 
+@pytest.fixture(scope="module", params=SPARK_KINDS)
+def server(request: pytest.FixtureRequest) -> str:
+    """The server the module's cases run on (each Spark kind's in turn): the templates, the
+    references and the killed children are built once per server."""
+    remote: str = request.getfixturevalue(SERVERS[request.param])
+    return remote
+
+
 @pytest.fixture(scope="module")
 def prepared(
-    sail: str, tmp_path_factory: pytest.TempPathFactory
+    server: str, tmp_path_factory: pytest.TempPathFactory
 ) -> dict[str, tuple[Path, str, dict[str, Any]]]:
     """Per scenario: a template home just before the operation, and the uninterrupted outcome."""
     out = {}
-    open_session = opener(sail)
+    open_session = opener(server)
     for name, (build, _) in SCENARIOS.items():
         template = tmp_path_factory.mktemp(name) / "template"
         now = build(template, open_session)
@@ -86,7 +95,9 @@ def prepared(
 
 @pytest.fixture(scope="module")
 def killed(
-    sail: str, prepared: dict[str, tuple[Path, str, dict[str, Any]]], tmp_path_factory: pytest.TempPathFactory
+    server: str,
+    prepared: dict[str, tuple[Path, str, dict[str, Any]]],
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> dict[tuple[str, str], tuple[Path, int]]:
     """Every case killed in a child process on the same Sail server (the session passes its
     warehouse settings to the child); two at a time."""
@@ -97,7 +108,7 @@ def killed(
         template, now, _ = prepared[name]
         home = root / f"{name}-{point.replace(':', '-').replace('.', '-')}"
         shutil.copytree(template, home)
-        return case, (home, opener(sail)(home, now).run_in_subprocess(fail_point=point))
+        return case, (home, opener(server)(home, now).run_in_subprocess(fail_point=point))
 
     with ThreadPoolExecutor(max_workers=2) as pool:
         return dict(pool.map(kill, CASES))
@@ -105,7 +116,7 @@ def killed(
 
 @pytest.mark.parametrize(("scenario", "point"), CASES)
 def test_kill_then_rerun_on_delta_equals_an_uninterrupted_run(
-    sail: str,
+    server: str,
     prepared: dict[str, tuple[Path, str, dict[str, Any]]],
     killed: dict[tuple[str, str], tuple[Path, int]],
     scenario: str,
@@ -115,7 +126,7 @@ def test_kill_then_rerun_on_delta_equals_an_uninterrupted_run(
     assert code == -9, f"the fail point {point} was never reached"
     assert not (home / "warehouse.duckdb").exists()  # the killed child worked on Delta too
     _, now, reference = prepared[scenario]
-    s = opener(sail)(home, now)
+    s = opener(server)(home, now)
     summary = s.run()
     assert summary.orphans_failed >= 1  # the killed run was left STARTED; its slots are freed
     assert not s.instance.get_runs(filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED]))

@@ -22,7 +22,7 @@ from replay_assets.storage.landing.deliveries import write_delivery
 from replay_assets.usecases.context import Pipeline
 from replay_assets_tests.helpers import settings_for
 from replay_assets_tests.storage.test_landing_contract import CTX, LINES, NOW
-from replay_assets_tests.stores import STORES, open_store
+from replay_assets_tests.stores import SPARK_KINDS, open_store
 
 CHECK = dg.AssetCheckKey(dg.AssetKey("raw_receipts"), "reconciliation_adds_up")
 CDC_BATCH = "B20260921-CDC-A"
@@ -162,19 +162,22 @@ def test_a_pruned_date_passes_on_what_it_keeps_and_an_extra_receipt_does_not_add
 
 
 @pytest.mark.slow  # a real Sail server
-def test_both_engines_count_the_same_landed_rows(request: pytest.FixtureRequest, tmp_path: Path) -> None:
+@pytest.mark.parametrize("engine", SPARK_KINDS)
+def test_both_engines_count_the_same_landed_rows(
+    request: pytest.FixtureRequest, tmp_path: Path, engine: str
+) -> None:
     write_delivery(tmp_path / "landing", "erp", "2026-01-02", "B1", LINES, ready_at="2026-01-02T01:00:00Z")
     [seen] = [s for s in area.scan(tmp_path / "landing", Limits()) if s.manifest is not None]
     assert seen.manifest is not None
     files = area.delivery_files(seen.path.parent, seen.manifest)
     found = {}
-    for kind in STORES:
+    for kind in ("duckdb", engine):
         with open_store(request, kind, tmp_path / kind) as opened:
             with opened.store.transaction() as unit:
                 unit.landing.land_batch(seen.manifest, files=files, ctx=CTX, now=NOW)
             with opened.store.read() as unit:
                 found[kind] = unit.landing.landed_counts("2026-01-02")
-    assert found["spark"] == found["duckdb"]
+    assert found[engine] == found["duckdb"]
     [marker, counted] = found["duckdb"].files  # the batch, then its one file
     assert (marker.batch_id, marker.source_file, marker.declared) == ("B1", None, 0)
     # every tier decided a line (the grammar, DuckDB's JSON path, the oracle); one blank line

@@ -1,12 +1,13 @@
-"""Seeds 000 to 003 through the Dagster definitions on both warehouse engines (issue 17 item 3):
-each seed's deliveries, kills, faults, replays and operator decisions, run once with the
-warehouse in DuckDB and once on Delta through the Spark adapter (the tests' Sail server); every
-consumer table, the reconciliation, the publications, the partition statuses and the failed
-candidate the gate kept (seed 002's lost rejection evidence) are equal, and the runs went the
-same way. The DuckDB runs are held to each seed's own figures by ``test_seed00N.py``; what
-those compare through DuckDB SQL is compared here across engines. Left out for the suite's
-budget: seed 002's backfill over a missing day (another failed candidate, 27 s more); seed 003's
-corruption of a stored record outside the system stays a DuckDB-only fault."""
+"""Seeds 000 to 003 through the Dagster definitions on both warehouse engines: each seed's
+deliveries, kills, faults, replays and operator decisions, run once with the warehouse in DuckDB
+and on Delta through the Spark adapter, on the tests' Sail server and on a Sail cluster (a driver
+and two workers); every consumer table, the reconciliation, the publications, the partition
+statuses and the failed candidate the gate kept (seed 002's lost rejection evidence) are equal,
+and the runs went the same way. The DuckDB runs (once a seed, for both servers) are held to each
+seed's own figures by ``test_seed00N.py``; what those compare through DuckDB SQL is compared
+here across engines. Left out for the suite's budget: seed 002's backfill over a missing day
+(another failed candidate, 27 s more); seed 003's corruption of a stored record outside the
+system stays a DuckDB-only fault."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from replay_assets.storage.duckdb_adapter.unit import DuckDBWriter
 from replay_assets.storage.publish import exports
 from replay_assets.usecases.land import land
 from replay_assets.usecases.resolve import resolve
-from replay_assets_tests.stores import store_rows
+from replay_assets_tests.stores import SERVERS, SPARK_KINDS, store_rows
 
 pytestmark = pytest.mark.slow
 
@@ -159,10 +160,31 @@ SCRIPTS = {
 }
 
 
+@pytest.fixture(scope="module")
+def on_duckdb(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], list[Any]]:
+    """Each seed's steps on DuckDB, run once for the module: the reference both Spark servers
+    are held to."""
+    done: dict[str, list[Any]] = {}
+
+    def steps(seed: str) -> list[Any]:
+        if seed not in done:
+            done[seed] = SCRIPTS[seed](tmp_path_factory.mktemp(seed) / "duckdb", opener("duckdb", ""))
+        return done[seed]
+
+    return steps
+
+
+@pytest.mark.parametrize("engine", SPARK_KINDS)
 @pytest.mark.parametrize("seed", sorted(SCRIPTS))
-def test_a_seed_runs_the_same_on_both_engines(sail: str, tmp_path: Path, seed: str) -> None:
-    duck = SCRIPTS[seed](tmp_path / "duckdb", opener("duckdb", ""))
-    spark = SCRIPTS[seed](tmp_path / "spark", opener("spark", sail))
+def test_a_seed_runs_the_same_on_both_engines(
+    request: pytest.FixtureRequest,
+    on_duckdb: Callable[[str], list[Any]],
+    tmp_path: Path,
+    seed: str,
+    engine: str,
+) -> None:
+    duck = on_duckdb(seed)
+    spark = SCRIPTS[seed](tmp_path / "spark", opener("spark", request.getfixturevalue(SERVERS[engine])))
     assert any(isinstance(step, dict) and step["current_orders"] for step in duck)  # something to compare
     assert seed != "seed000" or duck[1] == -9  # the kill happened
     assert not (tmp_path / "spark" / "warehouse.duckdb").exists()  # its children ran on Delta too

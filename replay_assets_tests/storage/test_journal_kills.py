@@ -18,7 +18,7 @@ import pytest
 from replay_assets.core.status import CommitState
 from replay_assets_tests import journal_child
 from replay_assets_tests.journal_operation import KIND, execute, mutations, operation
-from replay_assets_tests.stores import Opened, open_store
+from replay_assets_tests.stores import STORES, Opened, open_store
 
 # each point of the executor, and whether the fence has committed when a kill there happens
 POINTS = {
@@ -31,8 +31,8 @@ POINTS = {
     "after_complete": True,
 }
 CASES = [
-    pytest.param(kind, point, id=f"{kind}-{point}", marks=[pytest.mark.slow] if kind == "spark" else [])
-    for kind in ("duckdb", "spark")
+    pytest.param(kind, point, id=f"{kind}-{point}", marks=[pytest.mark.slow] if kind != "duckdb" else [])
+    for kind in STORES
     for point in POINTS
 ]
 
@@ -65,7 +65,7 @@ def test_a_kill_at_any_journal_point_leaves_one_mutation_after_the_retry(
 
 
 @pytest.mark.parametrize(
-    "kind", [pytest.param(k, marks=[pytest.mark.slow] if k == "spark" else []) for k in ("duckdb", "spark")]
+    "kind", [pytest.param(k, marks=[pytest.mark.slow] if k != "duckdb" else []) for k in STORES]
 )
 def test_a_worker_that_decided_to_mutate_finds_the_commit_of_another_and_only_completes(
     opened: Opened, kind: str

@@ -19,7 +19,7 @@ from replay_assets.core.events import ValidationContext
 from replay_assets.core.manifest import Limits
 from replay_assets.storage.landing import area
 from replay_assets.storage.landing.deliveries import write_delivery
-from replay_assets_tests.stores import STORES, Opened, open_store, table_rows
+from replay_assets_tests.stores import SPARK_KINDS, STORES, Opened, open_store, table_rows
 
 NOW = dt.datetime(2026, 1, 10, 12, tzinfo=dt.UTC)
 CTX = ValidationContext(dt.date(2026, 1, 1), dt.date(2026, 1, 11))
@@ -112,17 +112,18 @@ def _landed(opened: Opened) -> dict[str, list[tuple[object, ...]]]:
     return {table: table_rows(opened, table) for table in TABLES}
 
 
+@pytest.mark.parametrize("engine", SPARK_KINDS)
 def test_a_delivery_lands_as_the_same_rows_on_every_store(
-    request: pytest.FixtureRequest, tmp_path: Path
+    request: pytest.FixtureRequest, tmp_path: Path, engine: str
 ) -> None:
     seen = _deliver(tmp_path / "landing", "B1", LINES)
     landed = {}
-    for kind in STORES:
+    for kind in ("duckdb", engine):
         with open_store(request, kind, tmp_path / kind) as opened:
             result = _land(opened, seen)
             assert (result.new, result.source_events, result.rejected, result.violations) == (True, 18, 5, 1)
             landed[kind] = _landed(opened)
-    assert landed["spark"] == landed["duckdb"]
+    assert landed[engine] == landed["duckdb"]
     assert len(landed["duckdb"]["staged_events"]) == 12 and len(landed["duckdb"]["raw_receipts"]) == 18
 
 

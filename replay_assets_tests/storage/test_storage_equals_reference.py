@@ -1,7 +1,8 @@
-"""The use cases over each warehouse engine (DuckDB in the home; Delta tables on the tests' Sail
-server through the Spark adapter) equal the pure reference pipeline
-(:func:`replay_assets.core.state.apply_load_date` folded day by day) on random CDC streams:
-shuffled, duplicated, cut into consecutive load dates, deletes and stale versions included.
+"""The use cases over each warehouse engine (DuckDB in the home; Delta tables through the Spark
+adapter on the tests' Sail server, and on a Sail cluster of two workers) equal the pure reference
+pipeline (:func:`replay_assets.core.state.apply_load_date` folded day by day) on random CDC
+streams: shuffled, duplicated, cut into consecutive load dates, deletes and stale versions
+included.
 
 Compared: the final state (every key, tombstones included), the reconciliation of every batch,
 the snapshot controls, and the certified daily_aggregates consumer view. A few lines that must
@@ -32,7 +33,7 @@ from replay_assets.storage.landing.deliveries import write_delivery
 from replay_assets.usecases.context import Pipeline
 from replay_assets_tests.core.strategies import deliveries, histories, truth
 from replay_assets_tests.helpers import drive, settings_for
-from replay_assets_tests.stores import make_store, store_rows
+from replay_assets_tests.stores import CLUSTER, make_store, store_rows
 
 NOW = "2026-03-01T00:00:00Z"
 SOURCE = "erp"
@@ -221,6 +222,18 @@ def test_storage_pipeline_equals_the_reference_pipeline(data: st.DataObject) -> 
 @given(st.data())
 def test_the_spark_adapter_equals_the_reference_pipeline(sail: str, data: st.DataObject) -> None:
     _equals_the_reference(Engine("spark", sail), data)
+
+
+@settings(
+    max_examples=2,  # every plan shuffles between the cluster's workers (suite budget)
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(st.data())
+def test_the_spark_adapter_on_a_sail_cluster_equals_the_reference_pipeline(
+    sail_cluster: str, data: st.DataObject
+) -> None:
+    _equals_the_reference(Engine(CLUSTER, sail_cluster), data)
 
 
 def _equals_the_reference(engine: Engine, data: st.DataObject) -> None:

@@ -5,7 +5,9 @@ is asked and stops when it exits. One Spark Connect session per process and ware
 pipeline of the process shares its store (a session's temporary views are per session, and the
 adapter's units run one at a time in it). A remote server is reached with a deadline: one that
 is down, or accepts connections and never answers, is ``REPLAY_WAREHOUSE_UNREACHABLE``, not a
-command that waits on the client's retries."""
+command that waits on the client's retries. Each session's client is closed when the process
+exits: pyspark's own exit hook sends the server a command through its retries, which never end
+once the server has stopped (a process that outlives its server would never exit)."""
 
 from __future__ import annotations
 
@@ -34,8 +36,14 @@ def spark_store(remote: str, root: str, timeout: float) -> SparkStore:
         if store is None:
             _await_server(address, timeout)
             session = SparkSession.builder.remote(address).create()
+            atexit.register(_close, session)  # after pyspark's hook of this client, so it runs first
             store = _STORES[(address, root)] = SparkStore(session, root)
         return store
+
+
+def _close(session: SparkSession) -> None:
+    """Close the session's channel without a call to the server (which may be gone)."""
+    session.client.close()
 
 
 def _local_server() -> str:
