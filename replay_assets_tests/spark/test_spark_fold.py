@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from pyspark.sql import SparkSession
 
 from replay_assets.core.fold import Committed, FoldInput, fold_reference
-from replay_assets.storage.apply.fold_sql import FOLD_PARAMS
+from replay_assets.storage.rules.fold import FOLD_PARAMS
 from replay_assets.storage.spark.dialect import render
 from replay_assets.storage.spark.fold import SPARK_FOLD_SQL, fold
 from replay_assets.storage.spark.frames import to_polars, to_spark

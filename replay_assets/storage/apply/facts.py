@@ -13,6 +13,7 @@ from replay_assets.storage.apply import certified
 from replay_assets.storage.db.warehouse import one
 from replay_assets.storage.evidence.attempts import insert_attempt
 from replay_assets.storage.evidence.status import set_status
+from replay_assets.storage.rules.tables import PRUNED_THROUGH
 
 LATEST_ATTEMPTS = """
     SELECT load_date, identity, status, reason FROM load_date_attempts
@@ -103,9 +104,6 @@ def record_applied(
 def first_applied(con: duckdb.DuckDBPyConnection) -> str | None:
     row = con.execute("SELECT min(load_date) FROM load_dates").fetchone()
     return str(row[0]) if row and row[0] is not None else None
-
-
-PRUNED_THROUGH = "pruned_through"  # the pointer naming the newest pruned load date
 
 
 def pruned_through(con: duckdb.DuckDBPyConnection) -> str:

@@ -28,16 +28,10 @@ import duckdb
 from replay_assets.core.aggregate import Controls
 from replay_assets.core.events import canonical_json, sha256_text
 from replay_assets.storage.apply.certified import recomputed_controls, target_digest
-from replay_assets.storage.apply.latest import LATEST
-from replay_assets.storage.db.migrations import CUSTOMER_COLUMNS, ORDER_COLUMNS
 from replay_assets.storage.db.warehouse import one
+from replay_assets.storage.rules.digest import ENTITIES, LIMBS
+from replay_assets.storage.rules.latest import LATEST
 
-# entity -> (history table, hashed columns, key); constants of this module only
-ENTITIES = {
-    "orders": ("order_history", (*ORDER_COLUMNS, "version"), ("order_id", "line_no")),
-    "customers": ("customer_history", (*CUSTOMER_COLUMNS, "version"), ("customer_id",)),
-}
-LIMBS = 4
 Sums = tuple[int, ...]  # rows, then one exact sum per 64-bit limb of the rows' sha256
 
 

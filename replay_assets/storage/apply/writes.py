@@ -9,19 +9,17 @@ import duckdb
 import polars as pl
 
 from replay_assets.core.errors import Violation
-from replay_assets.core.events import ORDER_IMAGE
 from replay_assets.core.fold import Outcome
 from replay_assets.core.plan import DatePlan
 from replay_assets.core.state import Counts
 from replay_assets.core.status import PartitionStatus
 from replay_assets.storage.apply import latest
 from replay_assets.storage.apply.steps import counts_of
-from replay_assets.storage.db.migrations import CUSTOMER_COLUMNS, ORDER_COLUMNS
 from replay_assets.storage.db.warehouse import insert_frame, one, query_frame
 from replay_assets.storage.evidence.attempts import insert_attempt
 from replay_assets.storage.evidence.status import set_status
+from replay_assets.storage.rules.tables import BUSINESS_FIELDS, CUSTOMER_COLUMNS, ORDER_COLUMNS
 
-BUSINESS_FIELDS = tuple(c for c in ORDER_IMAGE if c not in ("order_id", "line_no", "status"))
 VIOLATION = Outcome.VIOLATION.value
 
 

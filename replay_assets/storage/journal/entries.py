@@ -17,6 +17,7 @@ from replay_assets.core.status import CommitState
 from replay_assets.storage.db.warehouse import one
 from replay_assets.storage.records import Entry as Entry
 from replay_assets.storage.records import Operation as Operation
+from replay_assets.storage.rules.journal import COLUMNS
 
 if TYPE_CHECKING:
     from replay_assets.storage.unit import WarehouseWriter
@@ -31,9 +32,6 @@ class Divert(Exception):
     def __init__(self, instead: Callable[[WarehouseWriter], tuple[dict[str, Any], str | None]]) -> None:
         super().__init__("divert")
         self.instead = instead
-
-
-COLUMNS = "operation_id, kind, asset, partition_key, intent_digest, state, version, result, target_sha256"
 
 
 def entry_of(row: Sequence[Any]) -> Entry:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame, SparkSession
 
-from replay_assets.storage.publish.aggregates import SQL_AGGREGATES
+from replay_assets.storage.rules.aggregates import SQL_AGGREGATES
 from replay_assets.storage.spark.dialect import render
 
 

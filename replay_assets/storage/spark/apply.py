@@ -25,8 +25,8 @@ from replay_assets.core.status import PartitionStatus
 from replay_assets.storage.apply import steps
 from replay_assets.storage.apply.load_date import ApplyResult, apply_load_date
 from replay_assets.storage.apply.steps import counts_of
-from replay_assets.storage.apply.writes import BUSINESS_FIELDS
 from replay_assets.storage.publish.aggregates import Published, publish_aggregates
+from replay_assets.storage.rules.tables import BUSINESS_FIELDS
 from replay_assets.storage.spark import schema
 from replay_assets.storage.spark.facts import FactsOps
 from replay_assets.storage.spark.fold import fold

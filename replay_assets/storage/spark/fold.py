@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame, SparkSession
 
-from replay_assets.storage.apply.fold_sql import FOLD_PARAMS, FOLD_SQL
+from replay_assets.storage.rules.fold import FOLD_PARAMS, FOLD_SQL
 from replay_assets.storage.spark.dialect import render
 
 SPARK_FOLD_SQL = render(FOLD_SQL, FOLD_PARAMS)

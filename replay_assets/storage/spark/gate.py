@@ -19,8 +19,9 @@ from replay_assets.core.gate import CheckOutcome
 from replay_assets.core.state import Counts
 from replay_assets.storage.apply import certified
 from replay_assets.storage.apply.snapshot_scan import RowChecks, Snapshot, check_rows
-from replay_assets.storage.apply.state_digest import ENTITIES, LIMBS, StateDigest, base_of, combine_by_change
+from replay_assets.storage.apply.state_digest import StateDigest, base_of, combine_by_change
 from replay_assets.storage.publish import verdicts
+from replay_assets.storage.rules.digest import ENTITIES, LIMBS
 from replay_assets.storage.spark.facts import POINTER
 from replay_assets.storage.spark.frames import newest_per_key, to_polars
 from replay_assets.storage.spark.stepbase import StepBase

@@ -18,7 +18,8 @@ from pyspark.sql import functions as F
 
 from replay_assets.core.status import CommitState
 from replay_assets.storage.journal import entries
-from replay_assets.storage.journal.entries import COLUMNS, Entry, Operation
+from replay_assets.storage.records import Entry, Operation
+from replay_assets.storage.rules.journal import COLUMNS
 from replay_assets.storage.spark.unit import UnitBase
 
 S = CommitState

@@ -17,9 +17,7 @@ from replay_assets.core.config import SloPolicy
 from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.manifest import parse_instant
 from replay_assets.core.slo import Slo, evaluate
-from replay_assets.storage.publish.exports import AS_OF, RECONCILE_SQL, TABLES
-from replay_assets.storage.publish.published_copy import AS_OF_HISTORY
-from replay_assets.storage.publish.published_state import ENTITIES
+from replay_assets.storage.rules.published import AS_OF, AS_OF_HISTORY, ENTITIES, RECONCILE_SQL, TABLES
 from replay_assets.storage.spark.facts import FactsOps
 from replay_assets.storage.spark.frames import newest_per_key, to_polars
 
