@@ -24,9 +24,8 @@ from replay_assets.core.fold import Outcome
 # 10M events. The wide aggregates and their joins were most of the fold's cost and made it spill;
 # over the twins only, the fold is several times faster and fits memory limits it ran out of before.
 # The statement is written in the SQL both engines parse (``min_by``, ``hash``: 32 bits in Spark,
-# so more candidates and the same result; explicit ``GROUP BY`` columns): the Spark adapter
-# (``storage/spark/fold.py``) renders the same text, dropping the ``MATERIALIZED`` hints and
-# marking parameters its way, so there is one fold statement.
+# so more candidates and the same result; explicit ``GROUP BY`` columns): each engine runs its
+# rendering of this one text (``render.py``).
 _FOLD_TEMPLATE = """
 WITH id_twins AS (
     SELECT {ids} AS h FROM _events
