@@ -13,6 +13,7 @@ from pyspark.sql import SparkSession
 
 from replay_assets.core.fold import Committed, FoldInput
 from replay_assets.storage.rules.aggregates import SQL_AGGREGATES
+from replay_assets.storage.rules.apply import AFFECTED_GROUPS, HISTORY_ROWS
 from replay_assets.storage.rules.fold import FOLD_PARAMS, FOLD_SQL
 from replay_assets.storage.rules.published import RECONCILE_SQL
 from replay_assets.storage.rules.render import Engine, render
@@ -57,6 +58,40 @@ FOLD_TABLES = dict(
     )
 )
 
+# the fold's winners and losers, an order line deleted and one moved to another store and date
+FOLDED = pl.DataFrame(
+    {
+        "entity": ["order_line", "order_line", "order_line", "customer", "customer"],
+        "key": ["o1|1", "o2|1", "o3|1", "c1", "c2"],
+        "op": ["upsert", "delete", "upsert", "upsert", "delete"],
+        "winner": [True, True, False, True, True],
+        "order_id": ["o1", "o2", "o3", None, None],
+        "line_no": [1, 1, 1, None, None],
+        "store_id": ["s2", "s1", "s1", None, None],
+        "customer_id": ["c1", "c1", "c2", "c1", "c2"],
+        "product_id": ["p1", "p2", "p3", None, None],
+        "business_date": ["2026-09-20", "2026-09-19", "2026-09-21", None, None],
+        "quantity": [1, 2, 3, None, None],
+        "amount_minor": [100, 200, 300, None, None],
+        "cost_minor": [10, 20, 30, None, None],
+        "status": ["active", "active", "active", None, None],
+        "name": [None, None, None, "Ann", "Bo"],
+        "segment": [None, None, None, "retail", "trade"],
+        "version": [3, 2, 1, 5, 6],
+        "source_seq": [11, 12, 13, 14, 15],
+        "image_sha256": ["i1", "i2", "i3", "i4", "i5"],
+    }
+).with_columns(pl.col("business_date").str.to_date())
+COMMITTED = pl.DataFrame(
+    {
+        "entity": ["order_line", "order_line", "order_line"],
+        "key": ["o1|1", "o2|1", "o3|1"],
+        "business_date": ["2026-09-19", "2026-09-19", "2026-09-22"],
+        "store_id": ["s1", "s1", "s3"],
+    }
+).with_columns(pl.col("business_date").str.to_date())
+APPLYING = {"_folded": FOLDED, "_committed": COMMITTED}
+
 
 def on_duckdb(sql: str, tables: dict[str, pl.DataFrame], params: Any = None) -> list[dict[str, Any]]:
     con = duckdb.connect()
@@ -83,6 +118,11 @@ STATEMENTS = {
         {"dates": ["2026-09-19", "2026-09-20"]},
     ),
     "reconciliation": (RECONCILE_SQL, {"reconciliation": RECONCILIATION}, None),
+    "affected groups": (AFFECTED_GROUPS + " ORDER BY business_date, store_id", APPLYING, None),
+    **{
+        table: (rows + " ORDER BY version", APPLYING, {"day": "2026-09-23"})
+        for table, rows in HISTORY_ROWS.items()
+    },
 }
 
 
