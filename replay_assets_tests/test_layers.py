@@ -266,14 +266,13 @@ SPARK_MAY_IMPORT = ("replay_assets.storage.rules", "replay_assets.storage.spark"
 NOT_YET_ON_RULES = {
     "apply.py": {"replay_assets.storage.apply.load_date", "replay_assets.storage.publish.aggregates"},
     "evidence.py": {"replay_assets.storage.evidence.costs", "replay_assets.storage.evidence.status"},
-    "facts.py": {"replay_assets.storage.apply.facts", "replay_assets.storage.journal.identities"},
+    "facts.py": {"replay_assets.storage.apply.facts"},
     "gate.py": {
         "replay_assets.storage.apply.certified",
         "replay_assets.storage.apply.snapshot_scan",
         "replay_assets.storage.apply.state_digest",
         "replay_assets.storage.publish.verdicts",
     },
-    "journal.py": {"replay_assets.storage.journal.entries"},
     "landing.py": {
         "replay_assets.storage.db.paths",
         "replay_assets.storage.db.segments",
@@ -286,7 +285,6 @@ NOT_YET_ON_RULES = {
     "publish.py": {"replay_assets.storage.publish.verdicts"},
     "published.py": {
         "replay_assets.storage.db.files",
-        "replay_assets.storage.journal.identities",
         "replay_assets.storage.publish.reverify",
     },
     "schema.py": {"duckdb", "replay_assets.storage.db.migrations", "replay_assets.storage.db.warehouse"},
