@@ -6,13 +6,13 @@ import datetime as dt
 
 import duckdb
 
-from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.plan import DatePlan, WarehouseFacts
 from replay_assets.core.status import DateStatus, PartitionStatus
 from replay_assets.storage.apply import certified
 from replay_assets.storage.db.warehouse import one
 from replay_assets.storage.evidence.attempts import insert_attempt
 from replay_assets.storage.evidence.status import set_status
+from replay_assets.storage.rules.apply import require_all_landed
 from replay_assets.storage.rules.tables import PRUNED_THROUGH
 
 LATEST_ATTEMPTS = """
@@ -69,16 +69,6 @@ def require_landed(con: duckdb.DuckDBPyConnection, plan: DatePlan) -> None:
         ).fetchall()
     }
     require_all_landed(plan, landed)
-
-
-def require_all_landed(plan: DatePlan, landed: set[str]) -> None:
-    """Refuses to apply a load date before every batch of it is landed (any engine)."""
-    missing = [b.batch_id for b in plan.batches if b.batch_id not in landed]
-    if missing:
-        raise ReplayError(
-            ErrorCode.NOT_READY,
-            f"batch {missing[0]} of load date {plan.load_date} is not landed: materialize raw_receipts first",
-        )
 
 
 def applied_identity(con: duckdb.DuckDBPyConnection, day: str) -> str | None:

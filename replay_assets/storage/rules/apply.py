@@ -3,6 +3,8 @@ events with their outcome and winner flag; ``_committed``: each touched key's st
 
 from __future__ import annotations
 
+from replay_assets.core.errors import ErrorCode, ReplayError
+from replay_assets.core.plan import DatePlan
 from replay_assets.storage.rules.tables import BUSINESS_FIELDS
 
 _ROW = "version, source_seq, image_sha256, $day AS load_date"
@@ -32,3 +34,13 @@ AFFECTED_GROUPS = """
         WHERE c.entity = 'order_line') g
     WHERE business_date IS NOT NULL AND store_id IS NOT NULL"""
 GROUP_DATES = "SELECT DISTINCT business_date FROM _groups ORDER BY business_date"
+
+
+def require_all_landed(plan: DatePlan, landed: set[str]) -> None:
+    """Refuses to apply a load date before every batch of it is landed."""
+    missing = [b.batch_id for b in plan.batches if b.batch_id not in landed]
+    if missing:
+        raise ReplayError(
+            ErrorCode.NOT_READY,
+            f"batch {missing[0]} of load date {plan.load_date} is not landed: materialize raw_receipts first",
+        )
