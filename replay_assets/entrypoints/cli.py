@@ -29,7 +29,7 @@ from replay_assets.entrypoints.progress import progress
 from replay_assets.entrypoints.report import print_table
 from replay_assets.entrypoints.warehouse_commands import cmd_export, cmd_recovery, cmd_status
 from replay_assets.storage.landing.deliveries import create_delivery
-from replay_assets.storage.publish import exports
+from replay_assets.storage.rules.published import TABLES
 from replay_assets.usecases.context import Pipeline
 from replay_assets.usecases.decide import read_horizon
 from replay_assets.usecases.operations import Operations
@@ -291,7 +291,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--note", required=True)
     p.set_defaults(fn=cmd_resolve)
     p = add("export", "write a consumer table")
-    p.add_argument("table", choices=sorted(exports.TABLES))
+    p.add_argument("table", choices=sorted(TABLES))
     p.add_argument("--as-of", type=DAY, help="a load date (current_orders, current_customers)")
     p.add_argument("--format", choices=["csv", "jsonl", "parquet"], default="csv")
     p.add_argument("--output", help="file to write (required for parquet)")

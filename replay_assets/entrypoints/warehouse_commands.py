@@ -11,6 +11,7 @@ from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.entrypoints.environment import settings_from_environment
 from replay_assets.entrypoints.report import print_reading, print_retention, print_table, status_row
 from replay_assets.storage.publish import exports
+from replay_assets.storage.rules.published import PUBLISHED
 from replay_assets.usecases.context import Pipeline
 from replay_assets.usecases.operations import Operations
 from replay_assets.usecases.recover import refresh_published
@@ -57,7 +58,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     output = exports.check_output(args.output, settings.home) if args.output else None
     store = Pipeline(settings).store
     with store.read() as unit:
-        if store.source != "warehouse" and args.table not in exports.PUBLISHED:
+        if store.source != "warehouse" and args.table not in PUBLISHED:
             raise ReplayError(
                 ErrorCode.WAREHOUSE_BUSY,
                 f"a writer holds the warehouse; {args.table} is read from it, not from the published "

@@ -30,12 +30,12 @@ if TYPE_CHECKING:
     from replay_assets.core.slo import Slo
     from replay_assets.core.status import CommitState, PartitionStatus
     from replay_assets.storage.apply.load_date import ApplyResult
-    from replay_assets.storage.evidence.costs import Cost
     from replay_assets.storage.landing.area import DeliveryFile
     from replay_assets.storage.landing.ingest import Landed
     from replay_assets.storage.publish.aggregates import Published
     from replay_assets.storage.publish.reverify import Verdict
     from replay_assets.storage.records import Entry, Operation
+    from replay_assets.storage.rules.evidence import Cost
 
 
 class JournalReader(Protocol):

@@ -23,7 +23,7 @@ from replay_assets.core.config import CONFIG_FILE, settings_from
 from replay_assets.demo.scenarios import seed000, seed001, seed002, seed003
 from replay_assets.entrypoints.session import Session
 from replay_assets.storage.duckdb_adapter.unit import DuckDBWriter
-from replay_assets.storage.publish import exports
+from replay_assets.storage.rules import published
 from replay_assets.usecases.land import land
 from replay_assets.usecases.resolve import resolve
 from replay_assets_tests.stores import SERVERS, SPARK_KINDS, store_rows
@@ -52,7 +52,7 @@ def opener(engine: str, remote: str) -> Opener:
 def tables(s: Session) -> dict[str, Any]:
     with s.pipeline.store.read() as unit:
         found = {}
-        for name in sorted(exports.PUBLISHED):
+        for name in sorted(published.PUBLISHED):
             frame = unit.reports.export_table(name, None)
             found[name] = frame.drop([c for c in frame.columns if c in VOLATILE]).to_dicts()
         return found

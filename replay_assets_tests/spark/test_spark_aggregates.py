@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 
 from replay_assets.core.aggregate import AGGREGATE_COLUMNS, aggregate_images
-from replay_assets.storage.publish.aggregates import SQL_AGGREGATES
+from replay_assets.storage.rules.aggregates import SQL_AGGREGATES
 from replay_assets.storage.spark.aggregates import daily_aggregates
 from replay_assets.storage.spark.frames import to_polars, to_spark
 

@@ -8,13 +8,13 @@ from hypothesis import given, settings
 from pyspark.sql import SparkSession
 
 from replay_assets.core.fold import Committed, FoldInput, fold_reference
-from replay_assets.storage.apply.fold_sql import FOLD_PARAMS
-from replay_assets.storage.spark.dialect import render
+from replay_assets.storage.rules.render import Engine, render
+from replay_assets.storage.spark.dialect import render as render_landing
 from replay_assets.storage.spark.fold import SPARK_FOLD_SQL, fold
 from replay_assets.storage.spark.frames import to_polars, to_spark
 from replay_assets_tests.storage.test_fold_sql import COARSE, as_frames, fold_inputs, frame_to_result
 
-SPARK_COARSE = render(COARSE, FOLD_PARAMS)
+SPARK_COARSE = render(COARSE, Engine.SPARK)
 
 
 def spark_fold(
@@ -52,6 +52,6 @@ def test_spark_fold_fences_stale_and_picks_the_highest_version(spark: SparkSessi
 
 def test_rendering_rewrites_only_the_statements_parameters() -> None:
     statement = "WITH t AS MATERIALIZED (SELECT regexp_replace(v, '(a)', '$1') AS v FROM x WHERE k = $key) "
-    assert render(statement + "SELECT $keys", ["key"]) == (
+    assert render_landing(statement + "SELECT $keys", ["key"]) == (
         "WITH t AS (SELECT regexp_replace(v, '(a)', '$1') AS v FROM x WHERE k = :key) SELECT $keys"
     )

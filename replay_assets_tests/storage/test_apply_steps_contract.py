@@ -21,7 +21,7 @@ from replay_assets.storage.duckdb_adapter.apply_steps import DuckDBApplySteps
 from replay_assets.storage.evidence import costs
 from replay_assets.storage.landing import area
 from replay_assets.storage.landing.deliveries import write_delivery
-from replay_assets.storage.publish import exports
+from replay_assets.storage.rules import published as consumer
 from replay_assets.usecases.context import Pipeline
 from replay_assets.usecases.decide import decide, plan_for
 from replay_assets_tests.helpers import settings_for
@@ -313,7 +313,7 @@ def _reports(opened: Any, dates: list[str]) -> dict[str, Any]:
         for row in recon:  # the statuses' order is the engine's
             row["statuses"] = sorted(str(row["statuses"]).split(","))
         return {
-            "exports": {name: unit.reports.export_table(name, None).to_dicts() for name in exports.TABLES},
+            "exports": {name: unit.reports.export_table(name, None).to_dicts() for name in consumer.TABLES},
             "as_of": unit.reports.export_table("current_orders", "2026-01-04").to_dicts(),
             "status": unit.reports.status_report(),
             "reconciliation": recon,
@@ -378,9 +378,9 @@ def _check_published_copy(opened: Any, home: Path) -> None:
     no order: Delta keeps none), written again only when the warehouse moved."""
     with opened.store.connect() as unit:
         written = unit.publish.refresh_published_copy(home)
-        assert written == [f"published/{t}" for t in sorted(exports.PUBLISHED)]
+        assert written == [f"published/{t}" for t in sorted(consumer.PUBLISHED)]
         assert unit.publish.refresh_published_copy(home) == []
-        for table in exports.PUBLISHED:
+        for table in consumer.PUBLISHED:
             copy = unit.ops.spark.read.format("delta").load(f"{opened.root}/published/{table}")
             exported = unit.reports.export_table(table, None).to_dicts()
             assert sorted(unit.ops.rows(copy), key=str) == sorted(exported, key=str), table

@@ -17,7 +17,8 @@ from replay_assets.core.fold import (
     Outcome,
     fold_reference,
 )
-from replay_assets.storage.apply.fold_sql import FOLD_SQL, fold_into, fold_statement
+from replay_assets.storage.apply.fold_sql import fold_into
+from replay_assets.storage.rules.fold import FOLD_SQL, fold_statement
 
 EVENT_SCHEMA = pl.Schema(
     {

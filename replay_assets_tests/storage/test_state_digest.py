@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from replay_assets.core.aggregate import Controls
 from replay_assets.storage.apply import latest, state_digest
 from replay_assets.storage.apply.certified import recomputed_controls
+from replay_assets.storage.rules.digest import EMPTY
 from replay_assets_tests.helpers import drive
 from replay_assets_tests.storage.test_bad_input import D1, D2, deliver, event, make_pipeline
 from replay_assets_tests.storage.test_snapshot_scan import DAYS, customer_row, order_row, warehouse
@@ -29,7 +30,7 @@ def test_sums_and_controls_by_change_equal_the_whole_state_as_of_every_date(
     for table in ("order_history", "customer_history"):  # written date by date below, as applied
         con.execute(f"CREATE TEMP TABLE pending_{table} AS SELECT * FROM {table}")
         con.execute(f"DELETE FROM {table}")
-    base, before = Controls(0, 0, 0, 0, 0, 0), state_digest.EMPTY
+    base, before = Controls(0, 0, 0, 0, 0, 0), EMPTY
     for day in DAYS:  # the latest tables hold the state before ``day`` here (advanced below)
         con.execute("INSERT INTO load_dates VALUES (?, 'identity', now(), NULL)", [day])
         for table in ("order_history", "customer_history"):
@@ -84,4 +85,4 @@ def test_a_stored_record_is_carried_forward_only_while_intact(tmp_path: Path) ->
         assert state_digest.stored_controls(con, D1) != whole[1]
         assert not state_digest.intact(con, D1, whole[0])
         assert state_digest.base(con, D1) == whole  # recomputed, not the tampered row
-        assert state_digest.base(con, None) == (state_digest.EMPTY, Controls(0, 0, 0, 0, 0, 0))
+        assert state_digest.base(con, None) == (EMPTY, Controls(0, 0, 0, 0, 0, 0))

@@ -4,13 +4,11 @@ load date left in the target (the journal compares it on a retry)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import duckdb
 
 from replay_assets.core.aggregate import Controls
-from replay_assets.core.events import canonical_json, sha256_text
 from replay_assets.storage.db.warehouse import one
+from replay_assets.storage.rules.digest import target_digest_of
 
 SQL_CONTROLS = """
     SELECT count(*) FILTER (WHERE status = 'active'),
@@ -50,9 +48,3 @@ def target_digest(con: duckdb.DuckDBPyConnection, day: str, state_digest: str) -
     snap = one(con, "SELECT * EXCLUDE (load_date) FROM snapshots WHERE load_date = ?", [day])
     pub = last_publication(con, "current_orders", day)
     return target_digest_of(state_digest, snap, pub[1] if pub else None)
-
-
-def target_digest_of(state_digest: str, snapshot: Sequence[object] | None, publication: str | None) -> str:
-    """What applying a load date left in the target: the state, its snapshot record (its values
-    but the load date, in column order) and its latest publication's content hash."""
-    return sha256_text(canonical_json([state_digest, list(snapshot) if snapshot else None, publication]))

@@ -6,13 +6,14 @@ import datetime as dt
 
 import duckdb
 
-from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.plan import DatePlan, WarehouseFacts
 from replay_assets.core.status import DateStatus, PartitionStatus
 from replay_assets.storage.apply import certified
 from replay_assets.storage.db.warehouse import one
 from replay_assets.storage.evidence.attempts import insert_attempt
 from replay_assets.storage.evidence.status import set_status
+from replay_assets.storage.rules.apply import require_all_landed
+from replay_assets.storage.rules.tables import PRUNED_THROUGH
 
 LATEST_ATTEMPTS = """
     SELECT load_date, identity, status, reason FROM load_date_attempts
@@ -70,16 +71,6 @@ def require_landed(con: duckdb.DuckDBPyConnection, plan: DatePlan) -> None:
     require_all_landed(plan, landed)
 
 
-def require_all_landed(plan: DatePlan, landed: set[str]) -> None:
-    """Refuses to apply a load date before every batch of it is landed (any engine)."""
-    missing = [b.batch_id for b in plan.batches if b.batch_id not in landed]
-    if missing:
-        raise ReplayError(
-            ErrorCode.NOT_READY,
-            f"batch {missing[0]} of load date {plan.load_date} is not landed: materialize raw_receipts first",
-        )
-
-
 def applied_identity(con: duckdb.DuckDBPyConnection, day: str) -> str | None:
     """The input identity ``day`` was applied with; None when it is not applied."""
     row = con.execute("SELECT identity FROM load_dates WHERE load_date = ?", [day]).fetchone()
@@ -103,9 +94,6 @@ def record_applied(
 def first_applied(con: duckdb.DuckDBPyConnection) -> str | None:
     row = con.execute("SELECT min(load_date) FROM load_dates").fetchone()
     return str(row[0]) if row and row[0] is not None else None
-
-
-PRUNED_THROUGH = "pruned_through"  # the pointer naming the newest pruned load date
 
 
 def pruned_through(con: duckdb.DuckDBPyConnection) -> str:

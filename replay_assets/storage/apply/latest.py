@@ -16,23 +16,8 @@ from __future__ import annotations
 
 import duckdb
 
-from replay_assets.storage.db.migrations import CUSTOMER_COLUMNS, ORDER_COLUMNS
 from replay_assets.storage.db.warehouse import one
-
-# history table -> (latest table, key, entity, the partition of the published current state a row
-# sits in: orders by business date, ``none`` for tombstones; customers in one); constants only
-LATEST = {
-    "order_history": (
-        "order_latest",
-        ("order_id", "line_no"),
-        "orders",
-        "coalesce(CAST(business_date AS VARCHAR), 'none')",
-    ),
-    "customer_history": ("customer_latest", ("customer_id",), "customers", "'all'"),
-}
-_ROW = ("version", "source_seq", "image_sha256", "load_date")
-COLUMNS = {"order_history": (*ORDER_COLUMNS, *_ROW), "customer_history": (*CUSTOMER_COLUMNS, *_ROW)}
-DROPPED = "latest_changes_dropped"  # pointer: the newest change pruning removed from the log
+from replay_assets.storage.rules.latest import COLUMNS, DROPPED, LATEST
 
 
 def _newest(con: duckdb.DuckDBPyConnection, tables: tuple[str, ...]) -> str:

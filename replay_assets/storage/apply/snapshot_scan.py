@@ -26,7 +26,7 @@ from replay_assets.core.gate import (
     check_unique_keys,
     combine,
 )
-from replay_assets.storage.db.migrations import CUSTOMER_COLUMNS, ORDER_COLUMNS
+from replay_assets.storage.rules.tables import CUSTOMER_COLUMNS, ORDER_COLUMNS
 
 if TYPE_CHECKING:  # pandera is imported where a schema is checked (core/gate.py)
     import pandera.polars as pa

@@ -20,25 +20,20 @@ orders as of before and as of after, changed or not).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Protocol
-
 import duckdb
 
 from replay_assets.core.aggregate import Controls
-from replay_assets.core.events import canonical_json, sha256_text
 from replay_assets.storage.apply.certified import recomputed_controls, target_digest
-from replay_assets.storage.apply.latest import LATEST
-from replay_assets.storage.db.migrations import CUSTOMER_COLUMNS, ORDER_COLUMNS
 from replay_assets.storage.db.warehouse import one
-
-# entity -> (history table, hashed columns, key); constants of this module only
-ENTITIES = {
-    "orders": ("order_history", (*ORDER_COLUMNS, "version"), ("order_id", "line_no")),
-    "customers": ("customer_history", (*CUSTOMER_COLUMNS, "version"), ("customer_id",)),
-}
-LIMBS = 4
-Sums = tuple[int, ...]  # rows, then one exact sum per 64-bit limb of the rows' sha256
+from replay_assets.storage.rules.digest import (
+    ENTITIES,
+    LIMBS,
+    StateDigest,
+    Sums,
+    base_of,
+    combine_by_change,
+)
+from replay_assets.storage.rules.latest import LATEST
 
 
 def _hashes(columns: tuple[str, ...]) -> str:
@@ -50,30 +45,6 @@ def _hashes(columns: tuple[str, ...]) -> str:
 def _sums_sql(columns: tuple[str, ...]) -> str:
     sums = ", ".join(f"coalesce(sum(l{i}), 0)" for i in range(LIMBS))
     return f"SELECT count(*), {sums} FROM ({_hashes(columns)})"
-
-
-@dataclass(frozen=True)
-class StateDigest:
-    sums: dict[str, Sums]  # entity -> rows and limb sums
-
-    @property
-    def content_sha256(self) -> str:
-        return sha256_text(canonical_json({e: [str(v) for v in s] for e, s in sorted(self.sums.items())}))
-
-    @property
-    def rows(self) -> int:
-        return sum(s[0] for s in self.sums.values())
-
-    def plus(self, other: StateDigest, sign: int = 1) -> StateDigest:
-        return StateDigest(
-            {
-                e: tuple(a + sign * b for a, b in zip(self.sums[e], other.sums[e], strict=True))
-                for e in ENTITIES
-            }
-        )
-
-
-EMPTY = StateDigest({e: (0,) * (LIMBS + 1) for e in ENTITIES})
 
 
 def _as_of(table: str, key: tuple[str, ...], where: str) -> str:
@@ -190,10 +161,6 @@ def _controls_of(con: duckdb.DuckDBPyConnection, rows_sql: str, day: str) -> tup
     return (lines, orders, units, amount, cost, profit)
 
 
-def _shifted(base: Controls, after: tuple[int, ...], before: tuple[int, ...]) -> Controls:
-    return Controls(*(b + a - c for b, a, c in zip(base.as_tuple(), after, before, strict=True)))
-
-
 def controls_by_change(
     con: duckdb.DuckDBPyConnection,
     day: str,
@@ -226,54 +193,10 @@ def controls_by_change(
     return combine_by_change(base, written=written, replaced=replaced, after=after, before=before)
 
 
-def combine_by_change(
-    base: Controls,
-    *,
-    written: tuple[int, ...],
-    replaced: tuple[int, ...],
-    after: tuple[int, ...],
-    before: tuple[int, ...],
-) -> tuple[Controls, Controls]:
-    """The controls by change, line by line and order by order, from ``base`` and the sums (active
-    lines, distinct orders, units, amount, cost, profit) of the rows written, the rows they
-    replaced, and every line of the touched orders after and before (any engine)."""
-    by_order = _shifted(base, after, before)
-    # distinct orders is not a sum over lines: it moves by the touched orders' before and after
-    plus = (*written[:1], after[1], *written[2:])
-    minus = (*replaced[:1], before[1], *replaced[2:])
-    by_line = _shifted(base, plus, minus)
-    return by_line, by_order
-
-
-ZERO = Controls(*([0] * 6))
 # the newest completed application (or its repair) of a load date: what it left in the target
 _RECORDED_TARGET = """SELECT target_sha256 FROM operations
     WHERE kind IN ('apply_load_date', 'repair_apply_load_date') AND partition_key = ? AND state = 'COMPLETE'
     ORDER BY updated_at DESC LIMIT 1"""
-
-
-class DigestReads(Protocol):
-    """What ``base_of`` reads of a certified load date, on any engine."""
-
-    def stored_sums(self, day: str) -> StateDigest | None: ...
-    def stored_controls(self, day: str) -> Controls | None: ...
-    def intact(self, day: str, sums: StateDigest) -> bool: ...
-    def full_sums(self, day: str) -> StateDigest: ...
-    def recomputed_controls(self, day: str) -> Controls: ...
-
-
-def base_of(before: str | None, reads: DigestReads) -> tuple[StateDigest, Controls]:
-    """The sums and controls of the state as of ``before`` (the applied date before the one being
-    certified) that a date by change builds on: the stored ones while they are intact (their
-    sums hash to the snapshot's content hash, and the snapshot row and publication are what the
-    journal recorded the date's application leaving), else recomputed from the whole state, so a
-    tampered or drifted record is never carried forward (the audit flags it SUSPECT)."""
-    if before is None:
-        return EMPTY, ZERO
-    sums, controls = reads.stored_sums(before), reads.stored_controls(before)
-    if sums is not None and controls is not None and reads.intact(before, sums):
-        return sums, controls
-    return reads.full_sums(before), reads.recomputed_controls(before)
 
 
 class _Reads:

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from replay_assets.core.gate import CheckOutcome
     from replay_assets.core.plan import DatePlan
     from replay_assets.storage.apply.snapshot_scan import RowChecks, Snapshot
-    from replay_assets.storage.apply.state_digest import StateDigest
+    from replay_assets.storage.rules.digest import StateDigest
 
 
 def counts_of(

@@ -9,19 +9,17 @@ import duckdb
 import polars as pl
 
 from replay_assets.core.errors import Violation
-from replay_assets.core.events import ORDER_IMAGE
 from replay_assets.core.fold import Outcome
 from replay_assets.core.plan import DatePlan
 from replay_assets.core.state import Counts
 from replay_assets.core.status import PartitionStatus
 from replay_assets.storage.apply import latest
 from replay_assets.storage.apply.steps import counts_of
-from replay_assets.storage.db.migrations import CUSTOMER_COLUMNS, ORDER_COLUMNS
 from replay_assets.storage.db.warehouse import insert_frame, one, query_frame
 from replay_assets.storage.evidence.attempts import insert_attempt
 from replay_assets.storage.evidence.status import set_status
+from replay_assets.storage.rules.apply import AFFECTED_GROUPS, GROUP_DATES, HISTORY_ROWS
 
-BUSINESS_FIELDS = tuple(c for c in ORDER_IMAGE if c not in ("order_id", "line_no", "status"))
 VIOLATION = Outcome.VIOLATION.value
 
 
@@ -103,25 +101,9 @@ def record_blocked(
     )
 
 
-_ORDER_HISTORY = f"""
-    SELECT order_id, line_no,
-        {", ".join(f"CASE WHEN op = 'delete' THEN NULL ELSE {c} END" for c in BUSINESS_FIELDS)},
-        CASE WHEN op = 'delete' THEN 'deleted' ELSE status END,
-        version, source_seq, image_sha256, $day
-    FROM _folded WHERE winner AND entity = 'order_line'"""
-_CUSTOMER_HISTORY = """
-    SELECT customer_id,
-        CASE WHEN op = 'delete' THEN NULL ELSE name END,
-        CASE WHEN op = 'delete' THEN NULL ELSE segment END,
-        CASE WHEN op = 'delete' THEN 'deleted' ELSE 'active' END,
-        version, source_seq, image_sha256, $day
-    FROM _folded WHERE winner AND entity = 'customer'"""
-_HISTORY = {"order_history": _ORDER_HISTORY, "customer_history": _CUSTOMER_HISTORY}
-
-
 def same_history(con: duckdb.DuckDBPyConnection, day: str) -> bool:
     """Whether the folded winners are exactly the history rows the load date wrote."""
-    for table, rows in _HISTORY.items():
+    for table, rows in HISTORY_ROWS.items():
         stored = f"SELECT * FROM {table} WHERE load_date = $day"
         differ = one(
             con,
@@ -136,19 +118,8 @@ def same_history(con: duckdb.DuckDBPyConnection, day: str) -> bool:
 def affected_groups(con: duckdb.DuckDBPyConnection) -> list[str]:
     """The (business_date, store_id) groups the winners leave (their previous images) and join,
     into ``_groups``; returns the affected business dates."""
-    con.execute("""
-        CREATE OR REPLACE TEMP TABLE _groups AS
-        SELECT DISTINCT business_date, store_id FROM (
-            SELECT business_date, store_id FROM _folded
-            WHERE winner AND entity = 'order_line' AND op = 'upsert'
-            UNION ALL
-            SELECT c.business_date, c.store_id FROM _committed c
-            SEMI JOIN _folded w ON w.winner AND w.entity = c.entity AND w.key = c.key
-            WHERE c.entity = 'order_line')
-        WHERE business_date IS NOT NULL AND store_id IS NOT NULL""")
-    return [
-        str(r[0]) for r in con.execute("SELECT DISTINCT business_date FROM _groups ORDER BY 1").fetchall()
-    ]
+    con.execute("CREATE OR REPLACE TEMP TABLE _groups AS " + AFFECTED_GROUPS)
+    return [str(r[0]) for r in con.execute(GROUP_DATES).fetchall()]
 
 
 def undo_load_date(con: duckdb.DuckDBPyConnection, day: str, now: dt.datetime) -> None:
@@ -168,7 +139,7 @@ def undo_load_date(con: duckdb.DuckDBPyConnection, day: str, now: dt.datetime) -
 def write_history(con: duckdb.DuckDBPyConnection, day: str) -> int:
     """The winners as history rows of the load date; returns the rows written."""
     written = 0
-    for table, rows in _HISTORY.items():
+    for table, rows in HISTORY_ROWS.items():
         inserted = con.execute(f"INSERT INTO {table} {rows}", {"day": day}).fetchall()
         written += int(inserted[0][0]) if inserted else 0
     return written
@@ -176,10 +147,7 @@ def write_history(con: duckdb.DuckDBPyConnection, day: str) -> int:
 
 def candidate_rows(con: duckdb.DuckDBPyConnection, day: str) -> pl.DataFrame:
     """The history rows a candidate would write (kept as Parquet when it fails the gate)."""
-    orders = query_frame(con, _ORDER_HISTORY, {"day": day})
-    customers = query_frame(con, _CUSTOMER_HISTORY, {"day": day})
-    orders.columns = [*ORDER_COLUMNS, "version", "source_seq", "image_sha256", "load_date"]
-    customers.columns = [*CUSTOMER_COLUMNS, "version", "source_seq", "image_sha256", "load_date"]
+    orders, customers = (query_frame(con, rows, {"day": day}) for rows in HISTORY_ROWS.values())
     return pl.concat([orders, customers], how="diagonal")
 
 

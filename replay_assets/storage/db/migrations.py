@@ -3,12 +3,8 @@ internally (they sort correctly); consumer views cast them to DATE."""
 
 from __future__ import annotations
 
-from replay_assets.core.events import CUSTOMER_IMAGE, ORDER_IMAGE
 from replay_assets.storage.db import segments
 from replay_assets.storage.db.receipts import RAW_PAYLOADS_VIEW
-
-ORDER_COLUMNS = ORDER_IMAGE  # history/consumer column order is the image order
-CUSTOMER_COLUMNS = (*CUSTOMER_IMAGE, "status")
 
 _V1 = [
     """CREATE TABLE manifests (

@@ -11,19 +11,7 @@ import duckdb
 from replay_assets.core.errors import Violation
 from replay_assets.storage.db import segments
 from replay_assets.storage.db.warehouse import one
-
-# a batch's landed rows, removed by a relanding (the delivered files stay in the landing area)
-LANDED_TABLES = (
-    "raw_receipts",
-    "staged_events",
-    "rejected_events",
-    "batch_violations",
-    "upcast_events",
-    "source_records",
-    "landed_files",
-    "reconciliation",
-    "manifests",
-)
+from replay_assets.storage.rules.tables import LANDED_TABLES
 
 
 def landed(con: duckdb.DuckDBPyConnection, batch_id: str) -> tuple[str, str] | None:

@@ -7,15 +7,10 @@ import datetime as dt
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 
 import duckdb
 
-
-@dataclass
-class Cost:
-    cpu_seconds: float = 0.0
-    wall_seconds: float = 0.0
+from replay_assets.storage.rules.evidence import Cost as Cost
 
 
 @contextmanager

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 import duckdb
 
 from replay_assets.core.status import PartitionStatus
+from replay_assets.storage.rules.evidence import status_values
 
 
 def set_status(
@@ -36,16 +37,3 @@ def set_status(
                                          partition_status.last_good_sha256)""",
         {"asset": asset, "keys": distinct, **status_values(status, reason, now, last_good)},
     )
-
-
-def status_values(
-    status: PartitionStatus, reason: str, now: dt.datetime, last_good: tuple[int, str] | None
-) -> dict[str, object]:
-    """The columns an upsert of partitions' status writes (either engine)."""
-    return {
-        "status": status.value,
-        "reason": reason,
-        "last_good_version": last_good[0] if last_good else None,
-        "last_good_sha256": last_good[1] if last_good else None,
-        "updated_at": now,
-    }

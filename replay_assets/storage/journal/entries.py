@@ -6,17 +6,26 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import duckdb
 
 from replay_assets.core.errors import ErrorCode, ReplayError
-from replay_assets.core.journal import can_move
 from replay_assets.core.status import CommitState
 from replay_assets.storage.db.warehouse import one
 from replay_assets.storage.records import Entry as Entry
 from replay_assets.storage.records import Operation as Operation
+from replay_assets.storage.rules.journal import (
+    AUDIT,
+    COLUMNS,
+    UNFINISHED,
+    changed_concurrently,
+    entry_of,
+    refuse_held,
+    require_move,
+    same_intent,
+)
 
 if TYPE_CHECKING:
     from replay_assets.storage.unit import WarehouseWriter
@@ -31,47 +40,6 @@ class Divert(Exception):
     def __init__(self, instead: Callable[[WarehouseWriter], tuple[dict[str, Any], str | None]]) -> None:
         super().__init__("divert")
         self.instead = instead
-
-
-COLUMNS = "operation_id, kind, asset, partition_key, intent_digest, state, version, result, target_sha256"
-
-
-def entry_of(row: Sequence[Any]) -> Entry:
-    """An entry from its row, in ``COLUMNS`` order (any engine)."""
-    return Entry(
-        row[0],
-        row[1],
-        asset=row[2],
-        partition_key=row[3],
-        intent_digest=row[4],
-        state=CommitState(row[5]),
-        version=int(row[6]),
-        result=json.loads(row[7]) if row[7] else None,
-        target_sha256=row[8],
-    )
-
-
-def same_intent(entry: Entry, op: Operation) -> Entry:
-    """The recorded entry of ``op``, refused when it holds another intent (any engine)."""
-    if entry.intent_digest != op.intent_digest:
-        raise ReplayError(
-            ErrorCode.COMMIT_INTENT_CONFLICT,
-            f"operation {op.operation_id[:16]} exists with another intent digest",
-        )
-    return entry
-
-
-def require_move(entry: Entry, nxt: CommitState) -> None:
-    """Refuses a transition the state machine does not allow (any engine)."""
-    if not can_move(entry.state, nxt):
-        raise ReplayError(ErrorCode.RECOVERY_CONFLICT, f"{entry.state} cannot move to {nxt}")
-
-
-def changed_concurrently(entry: Entry) -> ReplayError:
-    return ReplayError(
-        ErrorCode.RECOVERY_CONFLICT,
-        f"operation {entry.operation_id[:16]} changed concurrently (expected version {entry.version})",
-    )
 
 
 def get(con: duckdb.DuckDBPyConnection, operation_id: str) -> Entry | None:
@@ -182,17 +150,6 @@ def require_no_hold(con: duckdb.DuckDBPyConnection) -> None:
     refuse_held(rows)
 
 
-def refuse_held(held: Sequence[Sequence[str]]) -> None:
-    """REPLAY_COMMIT_UNKNOWN naming the held operations (id, kind, partition), if any (any engine)."""
-    if held:
-        named = ", ".join(f"{op_id[:16]} ({kind} {key})" for op_id, kind, key in held)
-        raise ReplayError(
-            ErrorCode.COMMIT_UNKNOWN,
-            f"held by an operator in COMMIT_UNKNOWN: {named}; nothing runs or publishes until it is "
-            "marked: `replay-assets recovery plan --operation-id ID`",
-        )
-
-
 def fence_committed(con: duckdb.DuckDBPyConnection, operation_id: str) -> bool:
     return one(con, "SELECT 1 FROM commit_markers WHERE operation_id = ?", [operation_id]) is not None
 
@@ -225,10 +182,6 @@ def committed_in_doubt(con: duckdb.DuckDBPyConnection) -> list[Operation]:
         Operation(op_id, digest, kind=kind, asset=asset, partition_key=key, input_identity=identity)
         for op_id, digest, kind, asset, key, identity in rows
     ]
-
-
-UNFINISHED = ("operation_id", "kind", "partition_key", "state", "version", "updated_at")
-AUDIT = ("version", "from", "to", "actor", "note", "at")
 
 
 def unfinished(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:

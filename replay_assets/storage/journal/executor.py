@@ -15,11 +15,11 @@ from replay_assets.core.events import canonical_json
 from replay_assets.core.journal import Next, next_step, operation_id
 from replay_assets.core.status import CommitState
 from replay_assets.storage.db import failpoints
-from replay_assets.storage.journal.entries import COLUMNS as COLUMNS
 from replay_assets.storage.journal.entries import Divert as Divert
 from replay_assets.storage.journal.entries import Entry as Entry
 from replay_assets.storage.journal.entries import Operation as Operation
 from replay_assets.storage.ports import Store
+from replay_assets.storage.rules.journal import COLUMNS as COLUMNS
 from replay_assets.storage.unit import WarehouseWriter
 
 S = CommitState

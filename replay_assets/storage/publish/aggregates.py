@@ -13,24 +13,14 @@ import polars as pl
 
 from replay_assets.core.aggregate import AGGREGATE_COLUMNS, aggregate_frame, content_sha256
 from replay_assets.core.gate import CheckOutcome, all_passed, outcome_from_record, outcome_record
-from replay_assets.storage.db.migrations import ORDER_COLUMNS
 from replay_assets.storage.db.warehouse import insert_frame, query_frame
 from replay_assets.storage.publish import certify
 from replay_assets.storage.publish.steps import PublishSteps
+from replay_assets.storage.rules.aggregates import SQL_AGGREGATES
+from replay_assets.storage.rules.tables import ORDER_COLUMNS
 
 AGG_KEY = ["store_id", "business_date"]
 PART_LINES = 1_000_000
-# the state as of the certified pointer: the latest tables when they hold it (no history after
-# the pointer; ``storage/apply/latest.py``), else the history macro. Written in the SQL both
-# engines parse (``array_contains``, ``STRING``, named groups): the Spark adapter renders the same
-# statement (``storage/spark/aggregates.py``).
-SQL_AGGREGATES = """
-    SELECT store_id, CAST(business_date AS STRING) AS business_date,
-           count(DISTINCT order_id) AS order_count, count(*) AS line_count, sum(quantity) AS units,
-           sum(amount_minor) AS amount_minor, sum(cost_minor) AS cost_minor,
-           sum(amount_minor) - sum(cost_minor) AS gross_profit_minor
-    FROM {state} WHERE status = 'active' AND array_contains($dates, CAST(business_date AS STRING))
-    GROUP BY store_id, CAST(business_date AS STRING) ORDER BY store_id, business_date"""
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,8 @@ from replay_assets.storage.apply.snapshot_scan import Snapshot
 from replay_assets.storage.db.warehouse import query_frame
 from replay_assets.storage.evidence.status import set_status
 from replay_assets.storage.publish import verdicts
-from replay_assets.storage.publish.verdicts import RECON_COLUMNS, checks_json
+from replay_assets.storage.publish.verdicts import checks_json
+from replay_assets.storage.rules.tables import RECON_COLUMNS
 
 
 def certified_load_dates(con: duckdb.DuckDBPyConnection) -> set[str]:

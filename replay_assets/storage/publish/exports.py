@@ -13,35 +13,8 @@ from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.storage.apply.facts import pruned_through
 from replay_assets.storage.db.warehouse import query_frame
 from replay_assets.storage.evidence.costs import batch_costs
+from replay_assets.storage.rules.published import AS_OF, RECONCILE_SQL, TABLES
 
-TABLES = {
-    "current_orders": "SELECT * FROM current_orders ORDER BY order_id, line_no",
-    "current_customers": "SELECT * FROM current_customers ORDER BY customer_id",
-    "daily_aggregates": "SELECT * FROM daily_aggregates ORDER BY business_date, store_id",
-    "publications": "SELECT * FROM publications ORDER BY asset, partition_key, version",
-    "raw_receipts": "SELECT * EXCLUDE (payload) FROM raw_receipts ORDER BY load_date, batch_id, line_number",
-    "rejected_events": "SELECT * FROM rejected_events ORDER BY load_date, batch_id, line_number",
-    "reconciliation": "SELECT * FROM reconciliation ORDER BY load_date, batch_id",
-    "source_records": "SELECT * EXCLUDE (envelope) FROM source_records "
-    "ORDER BY load_date, batch_id, record_number",
-    "upcast_events": "SELECT * FROM upcast_events ORDER BY load_date, batch_id, source_file, schema_version",
-    "partition_status": "SELECT * FROM partition_status ORDER BY asset, partition_key",
-}
-# what the published copy also serves while a writer holds the warehouse
-PUBLISHED = frozenset(
-    {
-        "current_orders",
-        "current_customers",
-        "daily_aggregates",
-        "publications",
-        "reconciliation",
-        "partition_status",
-    }
-)
-AS_OF = {
-    "current_orders": "SELECT * FROM orders_as_of(?) ORDER BY order_id, line_no",
-    "current_customers": "SELECT * FROM customers_as_of(?) ORDER BY customer_id",
-}
 # Read from the published copy, a query a refresh's swap falls inside fails with DuckDB's
 # "No such file" (it listed the files of the generation before; ``published_state.py``); it
 # reads one certified state when run again. Bounded: a copy that keeps losing files is broken.
@@ -120,15 +93,6 @@ def status_report(con: duckdb.DuckDBPyConnection) -> dict[str, list[dict[str, ob
         "costs": query_frame(con, "SELECT * FROM costs ORDER BY recorded_at, step, partition_key").to_dicts(),
         "batch_costs": batch_costs(con),
     }
-
-
-RECONCILE_SQL = """
-    SELECT load_date, sum(source_events) AS source_events, sum(accepted) AS accepted,
-           sum(rejected) AS rejected, sum(skipped_duplicate) AS skipped_duplicate,
-           sum(skipped_stale) AS skipped_stale, string_agg(DISTINCT status, ',') AS statuses,
-           bool_and(status IN ('BLOCKED', 'SKIPPED') OR source_events = accepted + rejected
-                    + skipped_duplicate + skipped_stale) AS adds_up
-    FROM reconciliation GROUP BY load_date ORDER BY load_date"""
 
 
 def reconciliation_report(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:

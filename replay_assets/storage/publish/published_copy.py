@@ -23,6 +23,7 @@ from replay_assets.storage.db.files import atomic_replace, atomic_write, temp_pa
 from replay_assets.storage.db.home_files import read_own_file
 from replay_assets.storage.db.paths import glob_literal_sql
 from replay_assets.storage.publish import published_state
+from replay_assets.storage.rules.published import AS_OF_HISTORY, ENTITIES
 
 VIEWS_VERSION = 8  # 1 held absolute paths: a copied home served the original's files; 2 had no
 # evidence; 3 had no record of pruned load dates; 4 had no as-of access; 5 read the current state
@@ -85,26 +86,6 @@ VIEW_FILES = {  # the current state's views read its live generation (``publishe
     "daily_aggregates": "published/daily_aggregates/*.parquet",
     "publications": "published/publications.parquet",
     **{table: f"published/evidence/{table}.parquet" for table in EVIDENCE_TABLES},
-}
-# As-of access: the consumer-typed history rows each certified load date inside the
-# horizon wrote (``history/<entity>/load_date=D.parquet``, rewritten when D is restated) and the
-# state as of the last pruned date (``base.parquet``: history up to it holds one row per key).
-# ``orders_as_of(d)`` takes each key's newest row up to ``d``; behind the horizon it fails.
-AS_OF_HISTORY = {
-    "orders": (
-        "order_history",
-        "orders_as_of",
-        """order_id, line_no, store_id, customer_id, product_id,
-        CAST(business_date AS DATE) AS business_date, quantity, amount_minor, cost_minor, status,
-        version, source_seq, CAST(load_date AS DATE) AS load_date""",
-        "order_id, line_no",
-    ),
-    "customers": (
-        "customer_history",
-        "customers_as_of",
-        "customer_id, name, segment, status, version, source_seq, CAST(load_date AS DATE) AS load_date",
-        "customer_id",
-    ),
 }
 CONSUMER_COLUMNS = {entity: columns for entity, (_, _, columns, _) in AS_OF_HISTORY.items()}
 AGGREGATES_SQL = """SELECT * FROM daily_aggregates WHERE CAST(business_date AS VARCHAR) = ?"""
@@ -224,7 +205,7 @@ def _view_statements() -> list[str]:
         f"CREATE OR REPLACE VIEW {name} AS SELECT * FROM read_parquet({GLOB_HOME} || '/{relative}')"
         for name, relative in VIEW_FILES.items()
     ]
-    for entity, (view, _table, _macro) in published_state.ENTITIES.items():
+    for entity, (view, _table, _macro) in ENTITIES.items():
         statements.append(f"CREATE OR REPLACE VIEW {view} AS {published_state.view_sql(entity, GLOB_HOME)}")
     for entity, (_, macro, _, key) in AS_OF_HISTORY.items():
         statements.append(f"""CREATE OR REPLACE MACRO {macro}(d) AS TABLE

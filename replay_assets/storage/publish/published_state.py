@@ -27,16 +27,13 @@ from replay_assets.core.events import canonical_json, sha256_text
 from replay_assets.storage.apply import latest
 from replay_assets.storage.apply.certified import pointer
 from replay_assets.storage.db.files import atomic_replace, fsync_folder
+from replay_assets.storage.rules.latest import LATEST
+from replay_assets.storage.rules.published import ENTITIES
 
 CURRENT = "current"  # under published/
 SCHEMA_FILE = "_schema.parquet"  # each entity's empty file with the columns, always listed
 LIVE = "live"  # under current/: a symlink to the generation folder the views read
 GENERATION_PREFIX = "gen-"  # current/gen-<tag>/<entity>/<tag>.<file>: hard links to the files
-# entity -> (consumer view, history table, as-of macro); constants of this module only
-ENTITIES = {
-    "orders": ("current_orders", "order_history", "orders_as_of"),
-    "customers": ("current_customers", "customer_history", "customers_as_of"),
-}
 _PART_COLUMN = "_part"
 Files = dict[str, dict[str, list[str]]]  # entity -> partition -> file names in its folder
 
@@ -71,7 +68,7 @@ def refresh_current(
             continue
         params: dict[str, object] = {}
         if from_latest:
-            source = f"SELECT {columns[entity]} FROM {latest.LATEST[table][0]}"
+            source = f"SELECT {columns[entity]} FROM {LATEST[table][0]}"
         else:
             source, params = f"SELECT * FROM {macro}($current)", {"current": current}
         new = _write_parts(
@@ -103,7 +100,7 @@ def _write_parts(
     scratch = folder / f".refresh-{tag}"
     shutil.rmtree(scratch, ignore_errors=True)  # of an attempt a crash cut short
     folder.mkdir(parents=True, exist_ok=True)
-    part_sql = latest.LATEST[ENTITIES[entity][1]][3]
+    part_sql = LATEST[ENTITIES[entity][1]][3]
     where = "" if parts is None else f"WHERE list_contains($parts, {_PART_COLUMN})"
     query = f"SELECT * FROM (SELECT *, {part_sql} AS {_PART_COLUMN} FROM ({source})) {where}"
     arguments = params if parts is None else {**params, "parts": parts}

@@ -17,8 +17,7 @@ from replay_assets.core.state import Counts
 from replay_assets.core.status import PartitionStatus
 from replay_assets.storage.apply.snapshot_scan import Snapshot
 from replay_assets.storage.db.files import atomic_write
-
-RECON_COLUMNS = ("batch_id", "source_events", "accepted", "rejected", "skipped_duplicate", "skipped_stale")
+from replay_assets.storage.rules.tables import RECON_COLUMNS
 
 
 def counts_frame(counts: dict[str, Counts]) -> pl.DataFrame:

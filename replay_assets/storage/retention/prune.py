@@ -16,17 +16,9 @@ import duckdb
 
 from replay_assets.core.events import canonical_json, sha256_text
 from replay_assets.storage.apply import latest
-from replay_assets.storage.apply.facts import PRUNED_THROUGH
 from replay_assets.storage.db import segments
 from replay_assets.storage.db.warehouse import one
-
-# the history tables and the key a newer row supersedes an older one by; constants of this module
-HISTORY_KEYS = {"order_history": ("order_id", "line_no"), "customer_history": ("customer_id",)}
-PER_DATE = {
-    "raw_receipts": "raw_receipts",
-    "staged_events": "staged_events",
-    "event_registry": "registry_rows",
-}
+from replay_assets.storage.rules.tables import HISTORY_KEYS, PER_DATE, PRUNED_THROUGH
 
 
 def applied_dates(con: duckdb.DuckDBPyConnection) -> list[str]:

@@ -25,9 +25,10 @@ from replay_assets.core.status import PartitionStatus
 from replay_assets.storage.apply import steps
 from replay_assets.storage.apply.load_date import ApplyResult, apply_load_date
 from replay_assets.storage.apply.steps import counts_of
-from replay_assets.storage.apply.writes import BUSINESS_FIELDS
 from replay_assets.storage.publish.aggregates import Published, publish_aggregates
+from replay_assets.storage.rules.apply import AFFECTED_GROUPS, GROUP_DATES, HISTORY_ROWS
 from replay_assets.storage.spark import schema
+from replay_assets.storage.spark.dialect import shared
 from replay_assets.storage.spark.facts import FactsOps
 from replay_assets.storage.spark.fold import fold
 from replay_assets.storage.spark.frames import to_polars
@@ -124,20 +125,8 @@ class WriteSteps(LatestSteps):
 
     def affected_groups(self) -> list[str]:
         """The (business_date, store_id) groups the winners leave and join, into ``_groups``."""
-        groups = self.spark.sql(
-            """SELECT DISTINCT business_date, store_id FROM (
-                SELECT business_date, store_id FROM _folded
-                WHERE winner AND entity = 'order_line' AND op = 'upsert'
-                UNION ALL
-                SELECT c.business_date, c.store_id FROM _committed c
-                LEFT SEMI JOIN (SELECT entity, key FROM _folded WHERE winner) w
-                  ON w.entity = c.entity AND w.key = c.key
-                WHERE c.entity = 'order_line') g
-            WHERE business_date IS NOT NULL AND store_id IS NOT NULL"""
-        )
-        self._keep("_groups", groups)
-        dates = self.spark.table("_groups").select("business_date").distinct().orderBy("business_date")
-        return [str(r["business_date"]) for r in self.unit.rows(dates)]
+        self._keep("_groups", shared(self.spark, AFFECTED_GROUPS))
+        return [str(r["business_date"]) for r in self.unit.rows(shared(self.spark, GROUP_DATES))]
 
     def write_history(self, day: str) -> int:
         """The winners as history rows of the load date; returns the rows written."""
@@ -163,21 +152,8 @@ class WriteSteps(LatestSteps):
     def _history(self, day: str) -> dict[str, pl.DataFrame]:
         """The winners as the history rows of ``day``, by table: a delete is a tombstone (no
         image, status ``deleted``)."""
-        deleted = F.col("op") == F.lit("delete")
-        winners = self.spark.table("_folded").where(F.col("winner"))
-        row = [F.col(c) for c in ("version", "source_seq", "image_sha256")] + [F.lit(day).alias("load_date")]
-        shapes = {
-            "order_history": ("order_line", ["order_id", "line_no"], BUSINESS_FIELDS, F.col("status")),
-            "customer_history": ("customer", ["customer_id"], ("name", "segment"), F.lit("active")),
-        }
-        found = {}
-        for table, (entity, key, image, status) in shapes.items():
-            columns = [F.col(c) for c in key]
-            columns += [F.when(deleted, F.lit(None)).otherwise(F.col(c)).alias(c) for c in image]
-            columns += [F.when(deleted, F.lit("deleted")).otherwise(status).alias("status"), *row]
-            rows = to_polars(winners.where(F.col("entity") == F.lit(entity)).select(columns))
-            found[table] = rows.select(schema.schemas()[table].names)
-        return found
+        args = {"day": day}
+        return {table: to_polars(shared(self.spark, rows, args)) for table, rows in HISTORY_ROWS.items()}
 
     def record_blocked(
         self, plan: DatePlan, found: pl.DataFrame, counts: dict[str, Counts], now: dt.datetime

@@ -1,11 +1,18 @@
-"""DuckDB's statements for Spark. Statements shared by both adapters are written in the SQL both
-engines parse (``min_by``, ``array_contains``, ``STRING``, named ``GROUP BY`` columns; Sail 0.7
-resolves neither ``GROUP BY ALL`` nor ``QUALIFY``), so what is left to render is syntax only."""
+"""Shared statements for Spark. Statements shared by both adapters are written once in DuckDB's
+dialect, in SQL both engines can run (named ``GROUP BY`` columns; Sail 0.7 resolves neither
+``GROUP BY ALL`` nor ``QUALIFY``), and rendered by SQLGlot (``rules/render.py``): ``shared``.
+``render`` is the older rewrite of parameter markers alone, which the landing still uses."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+
+from replay_assets.storage.rules.render import Engine
+from replay_assets.storage.rules.render import render as rules_render
 
 
 def render(statement: str, parameters: Iterable[str]) -> str:
@@ -17,3 +24,9 @@ def render(statement: str, parameters: Iterable[str]) -> str:
         return statement.replace(" AS MATERIALIZED (", " AS (")
     marker = re.compile(r"\$(" + "|".join(map(re.escape, names)) + r")\b")
     return marker.sub(r":\1", statement.replace(" AS MATERIALIZED (", " AS ("))
+
+
+def shared(spark: SparkSession, statement: str, args: dict[str, Any] | None = None) -> DataFrame:
+    """A shared statement (``storage/rules``, DuckDB's dialect) rendered for Spark and planned in
+    ``spark`` with its named parameters ``args``; lazy, as every Spark frame."""
+    return spark.sql(rules_render(statement, Engine.SPARK), args=args)

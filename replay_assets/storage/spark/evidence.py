@@ -11,9 +11,8 @@ from pyspark.sql import functions as F
 
 from replay_assets.core.errors import Violation
 from replay_assets.core.status import PartitionStatus
-from replay_assets.storage.evidence.batches import LANDED_TABLES
-from replay_assets.storage.evidence.costs import Cost
-from replay_assets.storage.evidence.status import status_values
+from replay_assets.storage.rules.evidence import Cost, status_values
+from replay_assets.storage.rules.tables import LANDED_TABLES
 from replay_assets.storage.spark.unit import UnitBase
 
 

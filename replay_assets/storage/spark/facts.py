@@ -11,9 +11,10 @@ from pyspark.sql import functions as F
 
 from replay_assets.core.plan import DatePlan, WarehouseFacts
 from replay_assets.core.status import DateStatus, PartitionStatus
-from replay_assets.storage.apply.facts import PRUNED_THROUGH, require_all_landed
-from replay_assets.storage.journal import identities
-from replay_assets.storage.journal.entries import Operation
+from replay_assets.storage.records import Operation
+from replay_assets.storage.rules import identities
+from replay_assets.storage.rules.apply import require_all_landed
+from replay_assets.storage.rules.tables import PRUNED_THROUGH
 from replay_assets.storage.spark.evidence import EvidenceOps
 from replay_assets.storage.spark.frames import first_of
 

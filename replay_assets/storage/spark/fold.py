@@ -1,20 +1,19 @@
-"""The fold of one load date in Spark SQL: the DuckDB adapter's statement
-(``storage/apply/fold_sql.py``, the contract of :mod:`core.fold`), rendered for Spark. The core's
-sequential ``fold_reference`` is the oracle of both; a property test on a real Sail server proves
-this rendering equals it, conflicts included (``replay_assets_tests/spark/test_spark_fold.py``).
+"""The fold of one load date in Spark SQL: the shared statement (``rules/fold.py``, the contract
+of :mod:`core.fold`) rendered for Spark. The core's sequential ``fold_reference`` is the oracle; a
+property test on a real Sail server holds this rendering to it, conflicts included.
 
-Reads the session's views ``_events``, ``_committed`` and ``_registry`` (columns as in
-``fold_sql``) and returns ``pos, outcome, rule, winner, new_id``, computed lazily.
+Reads the session's views ``_events``, ``_committed`` and ``_registry`` and returns ``pos,
+outcome, rule, winner, new_id``, computed lazily.
 """
 
 from __future__ import annotations
 
 from pyspark.sql import DataFrame, SparkSession
 
-from replay_assets.storage.apply.fold_sql import FOLD_PARAMS, FOLD_SQL
-from replay_assets.storage.spark.dialect import render
+from replay_assets.storage.rules.fold import FOLD_PARAMS, FOLD_SQL
+from replay_assets.storage.rules.render import Engine, render
 
-SPARK_FOLD_SQL = render(FOLD_SQL, FOLD_PARAMS)
+SPARK_FOLD_SQL = render(FOLD_SQL, Engine.SPARK)
 
 
 def fold(spark: SparkSession, statement: str = SPARK_FOLD_SQL) -> DataFrame:

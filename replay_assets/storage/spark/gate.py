@@ -1,7 +1,7 @@
 """The gate of a load date on Delta, by change (the DuckDB adapter's ``state_digest.py``,
 ``snapshot_scan.py`` and ``certify.py``; their docstrings state the rules): the state's multiset
 hash and controls from what the date wrote and replaced, the row checks over the rows it wrote,
-and certification. The decisions are the engine-neutral ones (``state_digest.base_of`` and
+and certification. The decisions are the engine-neutral ones (``rules/digest.py``: ``base_of`` and
 ``combine_by_change``, ``snapshot_scan.check_rows``, ``publish/verdicts.py``), so the two
 adapters certify alike; the content hash is byte for byte DuckDB's (each row's JSON rendered as
 DuckDB's ``to_json`` does, nulls included, which Sail's ``to_json`` drops)."""
@@ -17,10 +17,16 @@ from pyspark.sql import functions as F
 from replay_assets.core.aggregate import Controls
 from replay_assets.core.gate import CheckOutcome
 from replay_assets.core.state import Counts
-from replay_assets.storage.apply import certified
 from replay_assets.storage.apply.snapshot_scan import RowChecks, Snapshot, check_rows
-from replay_assets.storage.apply.state_digest import ENTITIES, LIMBS, StateDigest, base_of, combine_by_change
 from replay_assets.storage.publish import verdicts
+from replay_assets.storage.rules.digest import (
+    ENTITIES,
+    LIMBS,
+    StateDigest,
+    base_of,
+    combine_by_change,
+    target_digest_of,
+)
 from replay_assets.storage.spark.facts import POINTER
 from replay_assets.storage.spark.frames import newest_per_key, to_polars
 from replay_assets.storage.spark.stepbase import StepBase
@@ -213,7 +219,7 @@ class GateSteps(StepBase):
         snapshot = self.unit.rows(self._table("snapshots").where(F.col("load_date") == F.lit(day)))
         values = [snapshot[0][c] for c in _SNAPSHOT] if snapshot else None
         publication = self.last_publication("current_orders", day)
-        return certified.target_digest_of(state_sha256, values, publication[1] if publication else None)
+        return target_digest_of(state_sha256, values, publication[1] if publication else None)
 
     # ------------------------------------------------------------------ row sets and their sums
 

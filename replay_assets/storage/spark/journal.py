@@ -1,11 +1,11 @@
 """The operation journal and its fence on Delta: the Spark unit's journal port.
 
-The same rows as the DuckDB adapter's (``storage/journal/entries.py``) and the same rules
-(``entries.same_intent``, ``require_move``). A compare-and-set reads the entry in the unit and
-moves it only from the version it read: another writer's move in between is a commit to
-``operations`` during this unit, which its fence refuses (``tables.py``), so the check and the
-write are one. The commit marker is a row of ``commit_markers`` written in the mutation's own
-unit: it becomes visible with the mutation's rows in one fence, or not at all.
+The same rows as the DuckDB adapter's and the same rules (``rules/journal.py``: ``same_intent``,
+``require_move``). A compare-and-set reads the entry in the unit and moves it only from the version
+it read: another writer's move in between is a commit to ``operations`` during this unit, which its
+fence refuses (``tables.py``), so the check and the write are one. The commit marker is a row of
+``commit_markers`` written in the mutation's own unit: it becomes visible with the mutation's rows
+in one fence, or not at all.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from typing import Any
 from pyspark.sql import functions as F
 
 from replay_assets.core.status import CommitState
-from replay_assets.storage.journal import entries
-from replay_assets.storage.journal.entries import COLUMNS, Entry, Operation
+from replay_assets.storage.rules import journal
+from replay_assets.storage.rules.journal import COLUMNS, Entry, Operation
 from replay_assets.storage.spark.unit import UnitBase
 
 S = CommitState
@@ -29,7 +29,7 @@ class JournalOps(UnitBase):
     def journal_entry(self, operation_id: str) -> Entry | None:
         found = self.frame("operations").where(F.col("operation_id") == F.lit(operation_id))
         rows = self.rows(found.select(*COLUMNS.split(", ")))
-        return entries.entry_of(list(rows[0].values())) if rows else None
+        return journal.entry_of(list(rows[0].values())) if rows else None
 
     def reload_entry(self, operation_id: str) -> Entry:
         entry = self.journal_entry(operation_id)
@@ -39,7 +39,7 @@ class JournalOps(UnitBase):
     def create_or_get_entry(self, op: Operation, actor: str, now: dt.datetime) -> Entry:
         entry = self.journal_entry(op.operation_id)
         if entry is not None:
-            return entries.same_intent(entry, op)
+            return journal.same_intent(entry, op)
         row = {
             "operation_id": op.operation_id,
             "kind": op.kind,
@@ -74,10 +74,10 @@ class JournalOps(UnitBase):
         result: dict[str, Any] | None = None,
         target_sha256: str | None = None,
     ) -> Entry:
-        entries.require_move(entry, nxt)
+        journal.require_move(entry, nxt)
         current = self.journal_entry(entry.operation_id)
         if current is None or (current.version, current.state) != (entry.version, entry.state):
-            raise entries.changed_concurrently(entry)
+            raise journal.changed_concurrently(entry)
         version = current.version + 1
         row = {
             "operation_id": entry.operation_id,
@@ -104,7 +104,7 @@ class JournalOps(UnitBase):
     def require_no_hold(self) -> None:
         held = self.frame("operations").where(F.col("state") == F.lit(S.COMMIT_UNKNOWN.value))
         rows = self.rows(held.select("operation_id", "kind", "partition_key").orderBy("operation_id"))
-        entries.refuse_held([(r["operation_id"], r["kind"], r["partition_key"]) for r in rows])
+        journal.refuse_held([(r["operation_id"], r["kind"], r["partition_key"]) for r in rows])
 
     def fence_committed(self, operation_id: str) -> bool:
         marker = self.frame("commit_markers").where(F.col("operation_id") == F.lit(operation_id))
@@ -143,15 +143,15 @@ class JournalOps(UnitBase):
         ]
 
     def unfinished_operations(self) -> list[dict[str, Any]]:
-        """Every operation that is not COMPLETE, oldest move first (``entries.unfinished``)."""
+        """Every operation that is not COMPLETE, oldest move first (as the DuckDB adapter's)."""
         found = self.frame("operations").where(F.col("state") != F.lit(S.COMPLETE.value))
-        return self.rows(found.select(*entries.UNFINISHED).orderBy("updated_at"))
+        return self.rows(found.select(*journal.UNFINISHED).orderBy("updated_at"))
 
     def operation_audit(self, operation_id: str) -> list[dict[str, Any]]:
-        """The operation's moves, in version order (``entries.audit_trail``)."""
+        """The operation's moves, in version order (as the DuckDB adapter's)."""
         found = self.frame("operation_audit").where(F.col("operation_id") == F.lit(operation_id))
         columns = ("version", "from_state", "to_state", "actor", "note", "changed_at")
-        moves = found.select(*(F.col(c).alias(a) for c, a in zip(columns, entries.AUDIT, strict=True)))
+        moves = found.select(*(F.col(c).alias(a) for c, a in zip(columns, journal.AUDIT, strict=True)))
         return self.rows(moves.orderBy("version"))
 
     def _audit(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import polars as pl
 from pyspark.sql import functions as F
 
-from replay_assets.storage.apply.latest import COLUMNS, DROPPED, LATEST
+from replay_assets.storage.rules.latest import COLUMNS, DROPPED, LATEST
 from replay_assets.storage.spark.frames import to_polars
 from replay_assets.storage.spark.stepbase import DELETE_DAY, StepBase
 

@@ -15,9 +15,8 @@ from pyspark.sql import functions as F
 
 from replay_assets.core.gate import CheckOutcome, failures
 from replay_assets.core.status import PartitionStatus
-from replay_assets.storage.db.migrations import ORDER_COLUMNS
 from replay_assets.storage.publish import steps, verdicts
-from replay_assets.storage.publish.verdicts import RECON_COLUMNS
+from replay_assets.storage.rules.tables import ORDER_COLUMNS, RECON_COLUMNS
 from replay_assets.storage.spark.aggregates import daily_aggregates
 from replay_assets.storage.spark.facts import FactsOps
 from replay_assets.storage.spark.frames import newest_per_key, to_polars

@@ -21,12 +21,12 @@ from pyspark.sql import functions as F
 
 from replay_assets.core.aggregate import Controls
 from replay_assets.core.gate import CheckOutcome
-from replay_assets.storage.apply.latest import COLUMNS, LATEST
 from replay_assets.storage.db.files import atomic_write
-from replay_assets.storage.journal import identities
-from replay_assets.storage.journal.entries import Operation
 from replay_assets.storage.publish import reverify
-from replay_assets.storage.publish.exports import PUBLISHED
+from replay_assets.storage.records import Operation
+from replay_assets.storage.rules import identities
+from replay_assets.storage.rules.latest import COLUMNS, LATEST
+from replay_assets.storage.rules.published import PUBLISHED
 from replay_assets.storage.spark import schema
 from replay_assets.storage.spark.apply import ApplyOps, SparkApplySteps
 from replay_assets.storage.spark.frames import newest_per_key, to_polars

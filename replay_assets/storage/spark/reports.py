@@ -17,9 +17,8 @@ from replay_assets.core.config import SloPolicy
 from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.manifest import parse_instant
 from replay_assets.core.slo import Slo, evaluate
-from replay_assets.storage.publish.exports import AS_OF, RECONCILE_SQL, TABLES
-from replay_assets.storage.publish.published_copy import AS_OF_HISTORY
-from replay_assets.storage.publish.published_state import ENTITIES
+from replay_assets.storage.rules.published import AS_OF, AS_OF_HISTORY, ENTITIES, RECONCILE_SQL, TABLES
+from replay_assets.storage.rules.render import Engine, render
 from replay_assets.storage.spark.facts import FactsOps
 from replay_assets.storage.spark.frames import newest_per_key, to_polars
 
@@ -149,7 +148,7 @@ class ReportOps(FactsOps):
         return to_polars(self.export_frame(name))
 
     def export_frame(self, name: str) -> DataFrame:
-        """A table of ``exports.TABLES`` as a frame, in the DuckDB adapter's order."""
+        """A table of ``rules.published.TABLES`` as a frame, in the DuckDB adapter's order."""
         if name in _CONSUMER:
             return self.consumer_frame(name).orderBy(*_CONSUMER[name][1])
         if name == "daily_aggregates":
@@ -173,7 +172,8 @@ class ReportOps(FactsOps):
         return self.rows(self.sql(BATCH_COSTS))
 
     def reconciliation_report(self) -> list[dict[str, Any]]:
-        return self.rows(self.sql(RECONCILE_SQL.replace("FROM reconciliation", "FROM {reconciliation}")))
+        rendered = render(RECONCILE_SQL, Engine.SPARK)
+        return self.rows(self.sql(rendered.replace("FROM reconciliation", "FROM {reconciliation}")))
 
     def check_segments(self) -> tuple[int, list[dict[str, object]]]:
         """None to check: the Spark adapter lands every row into its Delta tables."""

@@ -9,9 +9,8 @@ import datetime as dt
 from pyspark.sql import functions as F
 
 from replay_assets.core.events import canonical_json, sha256_text
-from replay_assets.storage.apply.facts import PRUNED_THROUGH
-from replay_assets.storage.apply.latest import DROPPED
-from replay_assets.storage.retention.prune import HISTORY_KEYS, PER_DATE
+from replay_assets.storage.rules.latest import DROPPED
+from replay_assets.storage.rules.tables import HISTORY_KEYS, PER_DATE, PRUNED_THROUGH
 from replay_assets.storage.spark.facts import FactsOps
 from replay_assets.storage.spark.stepbase import DELETE_DAY
 

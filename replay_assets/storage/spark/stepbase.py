@@ -10,7 +10,7 @@ import polars as pl
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from replay_assets.storage.apply.latest import LATEST
+from replay_assets.storage.rules.latest import LATEST
 from replay_assets.storage.spark.facts import FactsOps
 
 # removes a table's rows of the source's load date (Sail 0.7 refuses DELETE with a subquery)

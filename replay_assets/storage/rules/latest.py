@@ -1,0 +1,21 @@
+"""Each key's newest history row, kept as a table (``order_latest``, ``customer_latest``): which
+table mirrors which history, by what key, and the columns of a row."""
+
+from __future__ import annotations
+
+from replay_assets.storage.rules.tables import CUSTOMER_COLUMNS, ORDER_COLUMNS
+
+# history table -> (latest table, key, entity, the partition of the published current state a row
+# sits in: orders by business date, ``none`` for tombstones; customers in one); constants only
+LATEST = {
+    "order_history": (
+        "order_latest",
+        ("order_id", "line_no"),
+        "orders",
+        "coalesce(CAST(business_date AS VARCHAR), 'none')",
+    ),
+    "customer_history": ("customer_latest", ("customer_id",), "customers", "'all'"),
+}
+_ROW = ("version", "source_seq", "image_sha256", "load_date")
+COLUMNS = {"order_history": (*ORDER_COLUMNS, *_ROW), "customer_history": (*CUSTOMER_COLUMNS, *_ROW)}
+DROPPED = "latest_changes_dropped"  # pointer: the newest change pruning removed from the log
