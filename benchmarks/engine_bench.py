@@ -130,7 +130,8 @@ def table(rows: list[Row]) -> str:
         server_rss = f"{r.server_rss / 2**20:.0f} MiB" if r.server_rss is not None else "-"
         out.append(
             f"{r.engine:<8} {r.events:>10,} {r.wall:>8.1f} {r.client_cpu:>13.1f} "
-            f"{r.client_rss / 2**20:>12.0f} MiB {server_cpu:>13} {server_rss:>16} {'yes' if r.equal else 'NO'}"
+            f"{r.client_rss / 2**20:>12.0f} MiB {server_cpu:>13} {server_rss:>16} "
+            f"{'yes' if r.equal else 'NO'}"
         )
     return "\n".join(out)
 
