@@ -15,6 +15,7 @@ import datetime as dt
 from pathlib import Path
 
 import polars as pl
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from replay_assets.core.errors import Violation
@@ -34,7 +35,7 @@ from replay_assets.storage.spark.frames import to_polars
 from replay_assets.storage.spark.gate import GateSteps
 from replay_assets.storage.spark.latest import LatestSteps, log_removal
 from replay_assets.storage.spark.publish import SparkPublishSteps
-from replay_assets.storage.spark.stepbase import DELETE_DAY
+from replay_assets.storage.spark.stepbase import DELETE_DAY, StepBase, append_from_engine
 
 VIOLATION = Outcome.VIOLATION.value
 _STAGED = ("_batches", "_events", "_committed", "_registry", "_folded", "_groups")
@@ -142,9 +143,8 @@ class WriteSteps(LatestSteps):
     def write_history(self, day: str) -> int:
         """The winners as history rows of the load date; returns the rows written."""
         written = 0
-        for table, rows in self._history(day).items():
-            self.unit.append_frames(table, [rows])
-            written += rows.height
+        for table, rows in history_frames(self, day).items():
+            written += append_from_engine(self.unit, table, rows)
         return written
 
     def same_history(self, day: str) -> bool:
@@ -161,23 +161,8 @@ class WriteSteps(LatestSteps):
         return pl.concat([found["order_history"], found["customer_history"]], how="diagonal")
 
     def _history(self, day: str) -> dict[str, pl.DataFrame]:
-        """The winners as the history rows of ``day``, by table: a delete is a tombstone (no
-        image, status ``deleted``)."""
-        deleted = F.col("op") == F.lit("delete")
-        winners = self.spark.table("_folded").where(F.col("winner"))
-        row = [F.col(c) for c in ("version", "source_seq", "image_sha256")] + [F.lit(day).alias("load_date")]
-        shapes = {
-            "order_history": ("order_line", ["order_id", "line_no"], BUSINESS_FIELDS, F.col("status")),
-            "customer_history": ("customer", ["customer_id"], ("name", "segment"), F.lit("active")),
-        }
-        found = {}
-        for table, (entity, key, image, status) in shapes.items():
-            columns = [F.col(c) for c in key]
-            columns += [F.when(deleted, F.lit(None)).otherwise(F.col(c)).alias(c) for c in image]
-            columns += [F.when(deleted, F.lit("deleted")).otherwise(status).alias("status"), *row]
-            rows = to_polars(winners.where(F.col("entity") == F.lit(entity)).select(columns))
-            found[table] = rows.select(schema.schemas()[table].names)
-        return found
+        """The winners as the history rows of ``day``, by table, in this process."""
+        return {table: to_polars(rows) for table, rows in history_frames(self, day).items()}
 
     def record_blocked(
         self, plan: DatePlan, found: pl.DataFrame, counts: dict[str, Counts], now: dt.datetime
@@ -248,7 +233,7 @@ class WriteSteps(LatestSteps):
             LEFT ANTI JOIN _registry r USING (source, event_id) WHERE n = 1""",
             args={"violation": VIOLATION},
         )
-        self.unit.append_frames("event_registry", [to_polars(first.withColumn("load_date", F.lit(day)))])
+        append_from_engine(self.unit, "event_registry", first.withColumn("load_date", F.lit(day)))
 
     def queue_groups(self, dates: list[str], day: str, now: dt.datetime) -> int:
         """Durably queue the affected groups; a group queued again is released no more and its
@@ -313,6 +298,26 @@ class WriteSteps(LatestSteps):
         ]
         update = [c for c in schema.schemas()["reconciliation"].names if c != "batch_id"]
         self.unit.merge("reconciliation", rows, on=("batch_id",), update=update)
+
+
+def history_frames(steps: StepBase, day: str) -> dict[str, DataFrame]:
+    """The winners as the history rows of ``day``, by table, as the engine's frames: a delete is a
+    tombstone (no image, status ``deleted``)."""
+    deleted = F.col("op") == F.lit("delete")
+    winners = steps.spark.table("_folded").where(F.col("winner"))
+    row = [F.col(c) for c in ("version", "source_seq", "image_sha256")] + [F.lit(day).alias("load_date")]
+    shapes = {
+        "order_history": ("order_line", ["order_id", "line_no"], BUSINESS_FIELDS, F.col("status")),
+        "customer_history": ("customer", ["customer_id"], ("name", "segment"), F.lit("active")),
+    }
+    found = {}
+    for table, (entity, key, image, status) in shapes.items():
+        columns = [F.col(c) for c in key]
+        columns += [F.when(deleted, F.lit(None)).otherwise(F.col(c)).alias(c) for c in image]
+        columns += [F.when(deleted, F.lit("deleted")).otherwise(status).alias("status"), *row]
+        rows = winners.where(F.col("entity") == F.lit(entity)).select(columns)
+        found[table] = rows.select(*schema.schemas()[table].names)
+    return found
 
 
 def _committed_sql(from_latest: bool) -> str:
