@@ -164,7 +164,11 @@ def main(argv: list[str] | None = None) -> int:
     root = Path(args.home) if args.home else Path(tempfile.mkdtemp(prefix="replay-engines-"))
     print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
     started = time.monotonic()
-    rows = [measure(engine, n, root, args.seed) for n in sizes for engine in ("duckdb", "spark")]
+    rows = []
+    for n in sizes:
+        for engine in ("duckdb", "spark"):
+            rows.append(measure(engine, n, root, args.seed))
+            print(f"measured {engine} at {n:,} events: {rows[-1].wall:.1f} s", flush=True)
     print(table(rows))
     for line in verdicts(rows, sizes):
         print(line)
