@@ -129,7 +129,9 @@ def _land_files(spark: SparkSession, files: Sequence[DeliveryFile], ctx: Validat
         }
         for f in files
     ]
-    listed = spark.createDataFrame(pa.Table.from_pylist(named, schema=landing_task.IN))
+    listed = spark.createDataFrame(  # the schema passed along: Spark infers none from no row
+        pa.Table.from_pylist(named, schema=landing_task.IN), schema=from_arrow_schema(landing_task.IN)
+    )
     task = partial(landing_task.land_files, ctx)
     return listed.repartition(max(1, len(named))).mapInArrow(task, from_arrow_schema(landing_task.OUT))
 
