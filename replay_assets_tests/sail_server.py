@@ -7,6 +7,8 @@ with a shuffle moves data between workers."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
@@ -50,3 +52,30 @@ def running(config: Mapping[str, str] | None = None) -> Iterator[str]:
 def session(remote: str) -> SparkSession:
     """A new Spark Connect session (its own temporary views and settings) on ``remote``."""
     return SparkSession.builder.remote(remote).create()
+
+
+# a Sail server in a process of its own: prints its port, serves until its stdin closes
+_STANDALONE = (
+    "import sys\n"
+    "from pysail.spark import SparkConnectServer\n"
+    "server = SparkConnectServer(ip='127.0.0.1', port=0)\n"
+    "server.start(background=True)\n"
+    "print(server.listening_address[1], flush=True)\n"
+    "sys.stdin.read()\n"
+    "server.stop()\n"
+)
+
+
+@contextmanager
+def standalone() -> Iterator[str]:
+    """A Sail server in a child process (the engine apart from this client, as in a
+    deployment); its ``sc://`` address. Stopped after."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", _STANDALONE], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert child.stdin is not None and child.stdout is not None
+    try:
+        yield f"sc://127.0.0.1:{int(child.stdout.readline())}"
+    finally:
+        child.stdin.close()
+        child.wait(timeout=60)

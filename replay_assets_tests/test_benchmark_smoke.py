@@ -128,3 +128,22 @@ def test_landing_bench_prints_the_cpu_of_each_part_of_landing_a_line() -> None:
     ]
     assert all(float(line.split()[-1]) > 0 for line in lines[2:-1])
     assert lines[-1].startswith("at 10,000,000 lines on ")
+
+
+def test_engine_bench_prints_both_engines_the_ratio_and_the_client_figures() -> None:
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT.with_name("engine_bench.py")), "--events", "300,600"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = [line for line in done.stdout.splitlines() if not line.startswith(("[", "measured "))]
+    assert lines[0].startswith("load average at start: ")
+    rows = [line.split() for line in lines[2:6]]
+    assert [(row[0], row[-1]) for row in rows] == [("duckdb", "yes"), ("spark", "yes")] * 2
+    assert all(float(row[3]) > 0 and float(row[4]) > 0 for row in rows)  # client CPU s and peak RSS
+    assert rows[1][6] != "-" and rows[0][6] == "-"  # the server's figures, on Spark only
+    assert lines[6].startswith("Spark/DuckDB wall time at ") and lines[6].endswith("(target <= 1.5x)")
+    assert lines[7].startswith("Spark client ") and lines[7].endswith("(target <= 1.3x each)")
+    assert lines[8].startswith("load average at end: ")

@@ -270,19 +270,24 @@ NOT_YET_ON_RULES = {
         "replay_assets.storage.publish.verdicts",
     },
     "landing.py": {
-        "replay_assets.storage.db.paths",
-        "replay_assets.storage.db.segments",
         "replay_assets.storage.landing.area",
         "replay_assets.storage.landing.counts",
-        "replay_assets.storage.landing.parallel",
         "replay_assets.storage.landing.rows",
         "replay_assets.storage.landing.source_records",
+    },
+    # the engine's tasks run the landing workers' and the gate's own Python rules
+    "landing_task.py": {
+        "replay_assets.storage.db.segments",
+        "replay_assets.storage.landing.area",
+        "replay_assets.storage.landing.prepare",
+        "replay_assets.storage.landing.rows",
     },
     "publish.py": {"replay_assets.storage.publish.verdicts"},
     "published.py": {
         "replay_assets.storage.db.files",
         "replay_assets.storage.publish.reverify",
     },
+    "row_checks_task.py": {"replay_assets.storage.apply.snapshot_scan"},
     "schema.py": {"duckdb", "replay_assets.storage.db.migrations", "replay_assets.storage.db.warehouse"},
     "store.py": {"replay_assets.storage.db.clock"},
 }

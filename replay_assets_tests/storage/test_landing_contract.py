@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +21,8 @@ from replay_assets.core.events import ValidationContext
 from replay_assets.core.manifest import Limits
 from replay_assets.storage.landing import area
 from replay_assets.storage.landing.deliveries import write_delivery
-from replay_assets_tests.stores import SPARK_KINDS, STORES, Opened, open_store, table_rows
+from replay_assets_tests import sail_server
+from replay_assets_tests.stores import SPARK_KINDS, STORES, Opened, make_store, open_store, table_rows
 
 NOW = dt.datetime(2026, 1, 10, 12, tzinfo=dt.UTC)
 CTX = ValidationContext(dt.date(2026, 1, 1), dt.date(2026, 1, 11))
@@ -149,3 +152,46 @@ def test_a_file_that_does_not_match_its_manifest_lands_nothing(opened: Opened, t
     with pytest.raises(area.DeliveryMismatch):
         _land(opened, seen)
     assert all(rows == [] for rows in _landed(opened).values())
+
+
+@contextmanager
+def _opened(kind: str, root: Path, remote: str = "") -> Iterator[Opened]:
+    """A store of ``kind`` on a warehouse under ``root`` (Spark: on the server at ``remote``)."""
+    store, close = make_store(kind, root / "warehouse", remote)
+    try:
+        yield Opened(store, lambda: _one_store_only(), kind, root / "warehouse", remote)
+    finally:
+        close()
+
+
+def _one_store_only() -> Opened:
+    raise AssertionError("this test opens one store per warehouse")
+
+
+_OPENED: list[str] = []  # what this process opens while a test watches (``_watch``)
+_WATCHING: list[str] = []
+
+
+def _watch(event: str, args: tuple[object, ...]) -> None:
+    if event == "open" and _WATCHING and isinstance(args[0], str | bytes | Path):
+        _OPENED.append(str(args[0]))
+
+
+def test_on_spark_the_engine_reads_the_delivery_and_this_process_never_opens_it(tmp_path: Path) -> None:
+    """With the engine in a process of its own, the client lands a delivery without opening
+    its files (nor their folder): only the engine reads them, and the rows are DuckDB's."""
+    seen = _deliver(tmp_path / "landing", "B1", LINES)
+    with _opened("duckdb", tmp_path / "duckdb") as duck:
+        _land(duck, seen)
+        expected = _landed(duck)
+    sys.addaudithook(_watch)  # a hook stays for the process; it records only while watched
+    with sail_server.standalone() as remote, _opened("spark", tmp_path / "spark", remote) as opened:
+        _WATCHING.append("on")
+        try:
+            result = _land(opened, seen)
+        finally:
+            _WATCHING.clear()
+        assert (result.new, result.source_events, result.rejected, result.violations) == (True, 18, 5, 1)
+        assert _landed(opened) == expected
+    delivery = str(seen.path.parent)
+    assert [name for name in _OPENED if name.startswith(delivery) or name.endswith(".jsonl")] == []

@@ -58,8 +58,27 @@ def job(
 
 def prepare(work: Job) -> Prepared:
     cpu = time.process_time()
-    first, lines, problems = work.first, work.lines, work.problems
-    staged = certify(work.ctx, lines, skip=[number - first for number in problems])
+    frame, staged = frames(work.first, work.lines, work.problems, work.ctx)
+    folder = Path(work.folder)
+    written_lines = write(frame, folder / LINES_FILE, LINES_FILE_SCHEMA)
+    written_staged = write(staged, folder / STAGED_FILE, STAGED_FILE_SCHEMA)
+    return Prepared(
+        present=frame.height,
+        certified=staged.height,
+        cpu_seconds=time.process_time() - cpu,
+        lines=written_lines,
+        staged=written_staged,
+    )
+
+
+def frames(
+    first: int, lines: list[str], problems: dict[int, LineProblem], ctx: ValidationContext
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """A chunk's receipts (``LINES_FILE_SCHEMA``: every non-blank line's number and the sha256 of
+    its raw bytes; its text, or when the grammar certified it, how it was rendered) and the staged
+    events the grammar certified (``STAGED_FILE_SCHEMA``), both by line number. Lines in
+    ``problems`` were rejected while reading and are never certified."""
+    staged = certify(ctx, lines, skip=[number - first for number in problems])
     frame = pl.DataFrame({"line": lines}, schema={"line": pl.String}).with_row_index("index")
     rendering = pl.repeat(None, frame.height, dtype=pl.Int8, eager=True)
     frame = frame.with_columns(
@@ -80,16 +99,5 @@ def prepare(work: Job) -> Prepared:
     ]
     if blank:
         frame = frame.filter(~pl.col("index").is_in(blank))
-    folder = Path(work.folder)
-    written_lines = write(frame, folder / LINES_FILE, LINES_FILE_SCHEMA)
     staged = staged.drop("rendering").with_columns((pl.col("line_index") + first).alias("line_index"))
-    written_staged = write(
-        staged.rename({"line_index": "line_number"}), folder / STAGED_FILE, STAGED_FILE_SCHEMA
-    )
-    return Prepared(
-        present=frame.height,
-        certified=staged.height,
-        cpu_seconds=time.process_time() - cpu,
-        lines=written_lines,
-        staged=written_staged,
-    )
+    return frame.select(LINES_FILE_SCHEMA.names()), staged.rename({"line_index": "line_number"})

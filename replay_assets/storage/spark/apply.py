@@ -15,6 +15,7 @@ import datetime as dt
 from pathlib import Path
 
 import polars as pl
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from replay_assets.core.errors import Violation
@@ -35,7 +36,7 @@ from replay_assets.storage.spark.frames import to_polars
 from replay_assets.storage.spark.gate import GateSteps
 from replay_assets.storage.spark.latest import LatestSteps, log_removal
 from replay_assets.storage.spark.publish import SparkPublishSteps
-from replay_assets.storage.spark.stepbase import DELETE_DAY
+from replay_assets.storage.spark.stepbase import DELETE_DAY, StepBase, append_from_engine, cast_to
 
 VIOLATION = Outcome.VIOLATION.value
 _STAGED = ("_batches", "_events", "_committed", "_registry", "_folded", "_groups")
@@ -131,17 +132,17 @@ class WriteSteps(LatestSteps):
     def write_history(self, day: str) -> int:
         """The winners as history rows of the load date; returns the rows written."""
         written = 0
-        for table, rows in self._history(day).items():
-            self.unit.append_frames(table, [rows])
-            written += rows.height
+        for table, rows in history_frames(self, day).items():
+            written += append_from_engine(self.unit, table, rows)
         return written
 
     def same_history(self, day: str) -> bool:
         """Whether the folded winners are exactly the history rows the load date wrote."""
-        for table, rows in self._history(day).items():
-            stored = to_polars(self._table(table).where(F.col("load_date") == F.lit(day)))
-            if sorted(stored.select(rows.columns).rows()) != sorted(rows.rows()):
-                return False
+        for table, rows in history_frames(self, day).items():
+            folded = cast_to(table, rows)
+            stored = self._table(table).where(F.col("load_date") == F.lit(day)).select(*folded.columns)
+            if stored.exceptAll(folded).limit(1).collect() or folded.exceptAll(stored).limit(1).collect():
+                return False  # compared in the engine, as multisets: no row comes to this process
         return True
 
     def candidate_rows(self, day: str) -> pl.DataFrame:
@@ -224,7 +225,7 @@ class WriteSteps(LatestSteps):
             LEFT ANTI JOIN _registry r USING (source, event_id) WHERE n = 1""",
             args={"violation": VIOLATION},
         )
-        self.unit.append_frames("event_registry", [to_polars(first.withColumn("load_date", F.lit(day)))])
+        append_from_engine(self.unit, "event_registry", first.withColumn("load_date", F.lit(day)))
 
     def queue_groups(self, dates: list[str], day: str, now: dt.datetime) -> int:
         """Durably queue the affected groups; a group queued again is released no more and its
@@ -289,6 +290,15 @@ class WriteSteps(LatestSteps):
         ]
         update = [c for c in schema.schemas()["reconciliation"].names if c != "batch_id"]
         self.unit.merge("reconciliation", rows, on=("batch_id",), update=update)
+
+
+def history_frames(steps: StepBase, day: str) -> dict[str, DataFrame]:
+    """The winners as the history rows of ``day``, by table, as the engine's frames (the shared
+    history-row statements): a delete is a tombstone (no image, status ``deleted``)."""
+    return {
+        table: shared(steps.spark, rows, {"day": day}).select(*schema.schemas()[table].names)
+        for table, rows in HISTORY_ROWS.items()
+    }
 
 
 def _committed_sql(from_latest: bool) -> str:

@@ -9,10 +9,13 @@ DuckDB's ``to_json`` does, nulls included, which Sail's ``to_json`` drops)."""
 from __future__ import annotations
 
 import datetime as dt
+import pickle
 from collections.abc import Sequence
+from functools import partial
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
 
 from replay_assets.core.aggregate import Controls
 from replay_assets.core.gate import CheckOutcome
@@ -27,8 +30,10 @@ from replay_assets.storage.rules.digest import (
     combine_by_change,
     target_digest_of,
 )
+from replay_assets.storage.spark import row_checks_task
 from replay_assets.storage.spark.facts import POINTER
-from replay_assets.storage.spark.frames import newest_per_key, to_polars
+from replay_assets.storage.spark.frames import newest_per_key
+from replay_assets.storage.spark.row_checks_task import TAG
 from replay_assets.storage.spark.stepbase import StepBase
 
 _SNAPSHOT = (
@@ -114,12 +119,7 @@ class GateSteps(StepBase):
         return combine_by_change(base, written=written, replaced=replaced, after=after, before=before)
 
     def check_written(self, day: str) -> RowChecks:
-        parts = []
-        for entity in ENTITIES:
-            _table, columns, key = ENTITIES[entity]
-            written = self._written(entity, day).select(list(columns)).orderBy(list(key))
-            parts.append([to_polars(written)])
-        return check_rows(parts[0], parts[1])
+        return checked_in_engine(self, day)
 
     # ------------------------------------------------------------------ certification
 
@@ -301,3 +301,25 @@ def _limb(i: int) -> Column:
     high = F.conv(F.substring("h", 1 + 16 * i, 8), 16, 10).cast("decimal(20,0)")
     low = F.conv(F.substring("h", 9 + 16 * i, 8), 16, 10).cast("decimal(20,0)")
     return (high * F.lit(4294967296).cast("decimal(20,0)") + low).cast("decimal(38,0)")
+
+
+def checked_in_engine(steps: GateSteps, day: str) -> RowChecks:
+    """The row-level gate over the rows ``day`` wrote, run by the engine (``engine_row_checks``)."""
+    return engine_row_checks({entity: steps._written(entity, day) for entity in ENTITIES})
+
+
+def engine_row_checks(written: dict[str, DataFrame]) -> RowChecks:
+    """``snapshot_scan.check_rows`` over the engine's rows of each of ``ENTITIES``, run by one
+    engine task (``row_checks_task.py``): only the verdicts come to this process."""
+    tables, frames = [], []
+    for index, entity in enumerate(ENTITIES):
+        _table, columns, key = ENTITIES[entity]
+        tables.append((list(columns), list(key)))
+        frames.append(written[entity].select(list(columns)).withColumn(TAG, F.lit(index)))
+    rows = frames[0].unionByName(frames[1], allowMissingColumns=True)
+    task = partial(row_checks_task.check_written, tables)
+    found = rows.repartition(1).mapInArrow(task, from_arrow_schema(row_checks_task.OUT)).toArrow()
+    if not found.num_rows:  # no row at all: the engine may run no task
+        return check_rows([], [])
+    verdicts: RowChecks = pickle.loads(found.column("verdicts")[0].as_py())
+    return verdicts

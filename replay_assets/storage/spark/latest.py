@@ -8,7 +8,7 @@ from pyspark.sql import functions as F
 
 from replay_assets.storage.rules.latest import COLUMNS, DROPPED, LATEST
 from replay_assets.storage.spark.frames import to_polars
-from replay_assets.storage.spark.stepbase import DELETE_DAY, StepBase
+from replay_assets.storage.spark.stepbase import DELETE_DAY, StepBase, append_from_engine
 
 
 class LatestSteps(StepBase):
@@ -33,10 +33,10 @@ class LatestSteps(StepBase):
             on = " AND ".join(f"t.{c} = s.{c}" for c in key)
             columns = ", ".join(COLUMNS[history])
             written = f"SELECT DISTINCT {keys} FROM {{{history}}} WHERE load_date = :day"
-            gone = to_polars(self._sql(written, day=day))
-            if gone.height:
-                merge = f"MERGE INTO {{target}} t USING {{source}} s ON {on} WHEN MATCHED THEN DELETE"
-                self.unit.merge_frame(latest, self._frame_of(gone), merge, matches=key)
+            # the keys and rows stay in the engine: read from the history table, which the
+            # latest table's writes do not change
+            merge = f"MERGE INTO {{target}} t USING {{source}} s ON {on} WHEN MATCHED THEN DELETE"
+            self.unit.merge_frame(latest, self._sql(written, day=day), merge, matches=key)
             rows = (
                 f"SELECT {columns} FROM {{{history}}} WHERE load_date = :day"
                 if newest
@@ -47,7 +47,7 @@ class LatestSteps(StepBase):
                         SELECT {keys} FROM {{{history}}} WHERE load_date = :day) w
                       ON {" AND ".join(f"h.{c} = w.{c}" for c in key)}) WHERE n = 1"""
             )
-            self.unit.append_frames(latest, [to_polars(self._sql(rows, day=day))])
+            append_from_engine(self.unit, latest, self._sql(rows, day=day))
 
     def retract_latest(self, day: str) -> None:
         """After ``day``'s history rows were removed: each key whose newest row was ``day``'s takes

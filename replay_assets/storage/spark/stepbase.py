@@ -9,8 +9,10 @@ from typing import Any
 import polars as pl
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_type
 
 from replay_assets.storage.rules.latest import LATEST
+from replay_assets.storage.spark import schema
 from replay_assets.storage.spark.facts import FactsOps
 
 # removes a table's rows of the source's load date (Sail 0.7 refuses DELETE with a subquery)
@@ -61,3 +63,24 @@ class StepBase:
     ) -> None:
         """One ``MERGE`` of ``rows`` into ``table`` (``{target}``, ``{source}`` in ``statement``)."""
         self.unit.merge_frame(table, self.unit.table_frame(table, rows), statement, matches=matches)
+
+
+def append_from_engine(unit: FactsOps, table: str, rows: DataFrame) -> int:
+    """Append the engine's ``rows`` to ``table`` as one commit, none for no row (Sail commits
+    nothing for an empty append, and the fence counts commits): the rows never come to this
+    process, only their number. Returns it."""
+    count = int(rows.count())
+    if count:
+        unit.writing().append(table, cast_to(table, rows))
+    return count
+
+
+def cast_to(table: str, rows: DataFrame) -> DataFrame:
+    """``rows`` as ``table``'s columns, by name, cast to its types; a missing one null."""
+    names = set(rows.columns)
+    return rows.select(
+        *[
+            (F.col(f.name) if f.name in names else F.lit(None)).cast(from_arrow_type(f.type)).alias(f.name)
+            for f in schema.schemas()[table]
+        ]
+    )

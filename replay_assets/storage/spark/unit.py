@@ -42,7 +42,8 @@ class UnitBase:
         """Remove the unit's scratch tables (their frames are not read after the unit)."""
         for uri in self.scratch:
             filesystem, path = pafs.FileSystem.from_uri(uri)
-            filesystem.delete_dir(path)
+            if filesystem.get_file_info(path).type != pafs.FileType.NotFound:  # a write that failed
+                filesystem.delete_dir(path)
         self.scratch.clear()
 
     def _scratch(self) -> str:
