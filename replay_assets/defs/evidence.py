@@ -7,9 +7,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import dagster as dg
-import pandera.polars as pa
 
 from replay_assets.core.config import SloPolicy
+from replay_assets.core.schemas import TableRule
 from replay_assets.core.slo import Slo
 from replay_assets.core.state import Counts
 from replay_assets.storage.apply.load_date import ApplyResult
@@ -30,20 +30,20 @@ def table(columns: Sequence[Column], rows: Sequence[Sequence[Any]]) -> dg.Metada
     return dg.MetadataValue.table(records, schema=schema)
 
 
-def column_schema(schema: pa.DataFrameSchema) -> dg.TableSchema:
-    """``dagster/column_schema`` of an asset, from the pandera schema its checks validate with,
-    so the UI's column list and the gate never disagree."""
+def column_schema(rule: TableRule) -> dg.TableSchema:
+    """``dagster/column_schema`` of an asset, from the column rules its pandera checks are built
+    from, so the UI's column list and the gate never disagree."""
     return dg.TableSchema(
         columns=[
             dg.TableColumn(
                 name,
-                type=str(column.dtype),
+                type=column.dtype,
                 constraints=dg.TableColumnConstraints(
-                    nullable=bool(column.nullable),
-                    other=[str(check) for check in column.checks],
+                    nullable=column.nullable,
+                    other=[text] if (text := column.check_text()) else [],
                 ),
             )
-            for name, column in schema.columns.items()
+            for name, column in rule.columns.items()
         ]
     )
 
