@@ -37,8 +37,8 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from replay_assets.storage.db.files import atomic_replace, fsync_folder
-from replay_assets.storage.db.paths import glob_literal, glob_literal_sql
+from replay_assets.storage.home.files import atomic_replace, fsync_folder
+from replay_assets.storage.home.paths import glob_literal, glob_literal_sql
 
 # the columns of a staged event row (``landing/rows.py`` builds them)
 STAGED_SCHEMA = pl.Schema(

@@ -22,9 +22,9 @@ from replay_assets.core.events import (
 )
 from replay_assets.core.manifest import Manifest
 from replay_assets.storage.db import segments
-from replay_assets.storage.db.files import LineProblem
-from replay_assets.storage.db.paths import glob_literal
 from replay_assets.storage.db.warehouse import insert_frame, one
+from replay_assets.storage.home.files import LineProblem
+from replay_assets.storage.home.paths import glob_literal
 from replay_assets.storage.landing import parallel, prefetch, rows, validation, workers
 from replay_assets.storage.landing.area import DeliveryFile, RawChunk
 from replay_assets.storage.landing.rows import Landed as Landed

@@ -20,8 +20,8 @@ from pathlib import Path
 import polars as pl
 
 from replay_assets.core.events import ValidationContext
-from replay_assets.storage.db.files import LineProblem
 from replay_assets.storage.db.segments import LINES_FILE_SCHEMA, STAGED_FILE_SCHEMA, Written, write
+from replay_assets.storage.home.files import LineProblem
 from replay_assets.storage.landing.certify import certify, sha256_hex
 
 LINES_FILE = "lines.parquet"

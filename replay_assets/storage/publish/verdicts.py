@@ -16,7 +16,7 @@ from replay_assets.core.gate import CheckOutcome, check_completeness, check_reco
 from replay_assets.core.state import Counts
 from replay_assets.core.status import PartitionStatus
 from replay_assets.storage.apply.snapshot_scan import Snapshot
-from replay_assets.storage.db.files import atomic_write
+from replay_assets.storage.home.files import atomic_write
 from replay_assets.storage.rules.tables import RECON_COLUMNS
 
 
