@@ -303,7 +303,6 @@ NOT_YET_ON_RULES = {
     # the engine's task certifies by the landing workers' grammar tier (DuckDB's JSON path in memory)
     "landing_task.py": {"replay_assets.storage.landing.prepare"},
     "published.py": {"replay_assets.storage.publish.reverify"},
-    "schema.py": {"duckdb", "replay_assets.storage.db.migrations", "replay_assets.storage.db.warehouse"},
     "store.py": {"replay_assets.storage.unit"},  # the ports name publish/aggregates.Published
 }
 

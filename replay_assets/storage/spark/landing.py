@@ -38,10 +38,10 @@ from replay_assets.storage.landing.source_records import (
     SOURCE_RECORDS_SCHEMA,
     record_rows,
 )
-from replay_assets.storage.rules.landing import LANDED_COUNTS_SQL, counts_of
+from replay_assets.storage.rules.landing import LANDED_COUNTS_SQL, TABLES, counts_of
 from replay_assets.storage.rules.landing import parameters as counts_parameters
 from replay_assets.storage.spark import landing_task, schema
-from replay_assets.storage.spark.dialect import render
+from replay_assets.storage.spark.dialect import over_tables
 from replay_assets.storage.spark.unit import UnitBase
 
 # the table each kind of the tasks' rows lands in
@@ -111,10 +111,10 @@ class LandingOps(UnitBase):
         )
 
     def landed_counts(self, load_date: str) -> LandedCounts:
-        """The DuckDB adapter's statement (``rules/landing.py``) over this unit's Delta
-        tables; only the counts come back."""
+        """The shared statement (``rules/landing.py``) over this unit's Delta tables; only the
+        counts come back."""
         params = counts_parameters(load_date)
-        found = self.rows(self.sql(render(LANDED_COUNTS_SQL, params), **params))
+        found = self.rows(self.sql(over_tables(LANDED_COUNTS_SQL, TABLES), **params))
         pruned = self.frame("pruned_load_dates").where(F.col("load_date") == F.lit(load_date))
         return counts_of(load_date, found, pruned=bool(pruned.limit(1).collect()))
 
