@@ -51,7 +51,10 @@ def test_spark_fold_fences_stale_and_picks_the_highest_version(spark: SparkSessi
 
 
 def test_rendering_rewrites_only_the_statements_parameters() -> None:
-    statement = "WITH t AS MATERIALIZED (SELECT regexp_replace(v, '(a)', '$1') AS v FROM {x} WHERE k = $key) "
-    assert over_tables(statement + "SELECT v FROM t", ("x",)) == (
-        "WITH t AS (SELECT REGEXP_REPLACE(v, '(a)', '$1') AS v FROM {x} WHERE k = :key) SELECT v FROM t"
+    statement = (
+        "WITH t AS MATERIALIZED (SELECT regexp_replace(v, '(a)', '$1') AS v FROM {costs} WHERE k = $key) "
+    )
+    assert over_tables(statement + "SELECT v FROM t JOIN pointers p ON p.name = t.v") == (
+        "WITH t AS (SELECT REGEXP_REPLACE(v, '(a)', '$1') AS v FROM {costs} WHERE k = :key) "
+        "SELECT v FROM t JOIN {pointers} AS p ON p.name = t.v"
     )

@@ -38,7 +38,7 @@ from replay_assets.storage.landing.source_records import (
     SOURCE_RECORDS_SCHEMA,
     record_rows,
 )
-from replay_assets.storage.rules.landing import LANDED_COUNTS_SQL, TABLES, counts_of
+from replay_assets.storage.rules.landing import LANDED_COUNTS_SQL, counts_of
 from replay_assets.storage.rules.landing import parameters as counts_parameters
 from replay_assets.storage.spark import landing_task, schema
 from replay_assets.storage.spark.dialect import over_tables
@@ -114,7 +114,7 @@ class LandingOps(UnitBase):
         """The shared statement (``rules/landing.py``) over this unit's Delta tables; only the
         counts come back."""
         params = counts_parameters(load_date)
-        found = self.rows(self.sql(over_tables(LANDED_COUNTS_SQL, TABLES), **params))
+        found = self.rows(self.sql(over_tables(LANDED_COUNTS_SQL), **params))
         pruned = self.frame("pruned_load_dates").where(F.col("load_date") == F.lit(load_date))
         return counts_of(load_date, found, pruned=bool(pruned.limit(1).collect()))
 
