@@ -1,4 +1,4 @@
-"""The steps of publishing daily aggregates (``aggregates.publish_aggregates``), as a port: the
+"""The steps of publishing daily aggregates (``procedure.publish_aggregates``), as a port: the
 procedure (candidates as of the certified pointer, their gate, publish or keep, release the
 queue) is engine-neutral, each engine supplies these steps (DuckDB:
 ``storage/duckdb_adapter/publish_steps.py``)."""

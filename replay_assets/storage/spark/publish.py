@@ -1,5 +1,5 @@
 """Publishing daily aggregates on Delta: the Spark adapter's steps (``storage/publish/steps.py``)
-of the one procedure (``aggregates.publish_aggregates``). The recomputed aggregates are the
+of the one procedure (``publish/procedure.py``). The recomputed aggregates are the
 shared statement rendered for Spark (``aggregates.py`` here); the candidates' lines are the state
 as of the certified pointer, from the latest tables when they hold it."""
 

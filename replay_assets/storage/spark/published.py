@@ -1,6 +1,6 @@
 """What is published, on Delta: the identity of a publishing and the groups it releases, the
 certification steps a repair calls, re-verification (the engine-neutral verdicts of
-``publish/reverify.py`` over this engine's recomputations) and the published copy.
+``publish/procedure.py`` over this engine's recomputations) and the published copy.
 
 The published copy on this engine is a Delta table per consumer table under
 ``<warehouse>/published/`` (``current_orders`` and ``current_customers`` as of the certified
@@ -22,7 +22,7 @@ from pyspark.sql import functions as F
 from replay_assets.core.aggregate import Controls
 from replay_assets.core.gate import CheckOutcome
 from replay_assets.storage.db.files import atomic_write
-from replay_assets.storage.publish import reverify
+from replay_assets.storage.publish import procedure
 from replay_assets.storage.records import Operation
 from replay_assets.storage.rules import identities
 from replay_assets.storage.rules.latest import COLUMNS, LATEST
@@ -121,10 +121,10 @@ class PublishedOps(ReportOps, ApplyOps, JournalOps):
             now=now,
         )
 
-    def reverify_aggregates(self) -> reverify.Verdict:
+    def reverify_aggregates(self) -> procedure.Verdict:
         steps = SparkPublishSteps(self)
         pending = self.frame("restatement_queue").where(F.col("released_at").isNull())
-        return reverify.aggregates_verdict(
+        return procedure.aggregates_verdict(
             self._newest_publications("daily_aggregates"),
             horizon=self.pruned_through(),
             current=self.certified_pointer() or "",
@@ -132,7 +132,7 @@ class PublishedOps(ReportOps, ApplyOps, JournalOps):
             lines=steps.lines_for_dates,
         )
 
-    def reverify_state(self) -> reverify.Verdict:
+    def reverify_state(self) -> procedure.Verdict:
         steps = SparkApplySteps(self)
         latest = self._newest_publications("current_orders")
         latest = latest.filter(pl.col("partition_key") > self.pruned_through()).tail(_NEWEST)
@@ -146,7 +146,7 @@ class PublishedOps(ReportOps, ApplyOps, JournalOps):
             # every date this engine certified stored its sums (``store_digest``)
             return steps.full_sums(day).content_sha256 if steps.stored_sums(day) is not None else ""
 
-        return reverify.state_verdict(
+        return procedure.state_verdict(
             latest,
             recomputed=recomputed,
             controls=lambda day: steps.recomputed_controls(day).as_tuple(),
