@@ -16,8 +16,7 @@ class DuckDBCandidateSteps(OnConnection):
     applied_reconciliation = bound(certify.applied_reconciliation)
     first_applied = bound(facts.first_applied)
     certified_load_dates = bound(certify.certified_load_dates)
-    latest_lines = bound(aggregates.latest_lines)
-    lines_for_dates = bound(aggregates.lines_for_dates)
+    candidate_aggregates = bound(aggregates.candidates)
 
 
 class DuckDBPublicationWrites(OnConnection):

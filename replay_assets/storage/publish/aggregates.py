@@ -9,40 +9,24 @@ import duckdb
 import polars as pl
 
 from replay_assets.storage.db.warehouse import insert_frame, query_frame
-from replay_assets.storage.rules.aggregates import SQL_AGGREGATES
-from replay_assets.storage.rules.tables import ORDER_COLUMNS
+from replay_assets.storage.rules.aggregates import SQL_AGGREGATES, candidate_aggregates
 
 
-def lines_for_dates(con: duckdb.DuckDBPyConnection, as_of: str, dates: list[str]) -> pl.DataFrame:
-    """Order lines whose state as of ``as_of`` is on one of ``dates``. Only keys with some row
-    on those dates can be (the state's own row is one), so the window ranks just those keys."""
-    cols = ", ".join(f"h.{c}" for c in ORDER_COLUMNS)
-    return query_frame(
-        con,
-        f"""
-        SELECT * FROM (
-          SELECT {cols} FROM order_history h SEMI JOIN (
-              SELECT order_id, line_no FROM order_history
-              WHERE load_date <= ? AND list_contains(?, business_date)) k
-            ON h.order_id = k.order_id AND h.line_no = k.line_no
-          WHERE h.load_date <= ?
-          QUALIFY row_number() OVER (PARTITION BY h.order_id, h.line_no ORDER BY h.load_date DESC) = 1)
-        WHERE list_contains(?, business_date)""",
-        [as_of, dates, as_of, dates],
-    )
-
-
-def latest_lines(con: duckdb.DuckDBPyConnection, dates: list[str]) -> pl.DataFrame:
-    """Order lines on one of ``dates`` in the latest tables (the state as of the newest date)."""
-    cols = ", ".join(ORDER_COLUMNS)
-    return query_frame(con, f"SELECT {cols} FROM order_latest WHERE list_contains(?, business_date)", [dates])
+def candidates(
+    con: duckdb.DuckDBPyConnection, dates: list[str], *, as_of: str, from_latest: bool
+) -> pl.DataFrame:
+    """The candidate aggregates of ``dates`` as of ``as_of``, by the shared statement
+    (``rules.aggregates.candidate_aggregates``): no order line leaves the engine."""
+    sql = candidate_aggregates("order_latest" if from_latest else None, "order_history")
+    params: dict[str, object] = {"dates": dates} if from_latest else {"dates": dates, "as_of": as_of}
+    return query_frame(con, sql, params)
 
 
 def recomputed(
     con: duckdb.DuckDBPyConnection, dates: list[str], *, as_of: str, from_latest: bool
 ) -> pl.DataFrame:
-    """The aggregates of ``dates`` by SQL over the state as of ``as_of`` (another path than the
-    candidates' polars one)."""
+    """The aggregates of ``dates`` by SQL over the whole state as of ``as_of`` (the history macro,
+    another path to that state than the candidates' lines of those dates)."""
     state, params = ("order_latest", {}) if from_latest else ("orders_as_of($as_of)", {"as_of": as_of})
     return query_frame(con, SQL_AGGREGATES.format(state=state), {**params, "dates": dates})
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import polars as pl
 
-from replay_assets.core.aggregate import AGGREGATE_COLUMNS, Controls, aggregate_frame, content_sha256
+from replay_assets.core.aggregate import AGGREGATE_COLUMNS, Controls, content_sha256
 from replay_assets.core.gate import (
     CheckOutcome,
     all_passed,
@@ -32,6 +32,7 @@ from replay_assets.storage.publish.steps import PublishSteps
 
 AGG_KEY = ["store_id", "business_date"]
 PART_LINES = 1_000_000
+AGGREGATE_TYPES = pl.Schema({c: pl.String if c in AGG_KEY else pl.Int64 for c in AGGREGATE_COLUMNS})
 
 
 @dataclass(frozen=True)
@@ -89,12 +90,8 @@ def publish_aggregates(
     certified = steps.candidates.certified_load_dates()
     out = []
     for part in _parts(sorted(dates), recomputed):
-        lines = (
-            steps.candidates.latest_lines(part)
-            if from_latest
-            else steps.candidates.lines_for_dates(as_of, part)
-        )
-        candidates = aggregate_frame(lines)
+        found = steps.candidates.candidate_aggregates(part, as_of=as_of, from_latest=from_latest)
+        candidates = typed_aggregates(found)
         matched = aggregates_matched(candidates)  # else each date is validated on its own
         for day in part:
             rows = candidates.filter(pl.col("business_date") == day)
@@ -135,9 +132,15 @@ def publish_aggregates(
     return out
 
 
+def typed_aggregates(found: pl.DataFrame) -> pl.DataFrame:
+    """An engine's aggregate rows in the core's columns and types (text keys, 64-bit integers:
+    DuckDB sums to 128 bits), so their content hash is the same on every engine."""
+    return found.select(AGGREGATE_COLUMNS).cast(AGGREGATE_TYPES)
+
+
 def _parts(dates: list[str], recomputed: pl.DataFrame) -> list[list[str]]:
     """Business dates in groups of at most about PART_LINES active lines (a date alone may hold
-    more), so a range restatement never holds the whole state's lines at once."""
+    more), so a range restatement never ranks the whole state's lines in one statement."""
     lines = dict(recomputed.group_by("business_date").agg(pl.col("line_count").sum()).iter_rows())
     parts: list[list[str]] = [[]]
     held = 0
@@ -258,10 +261,11 @@ def aggregates_verdict(
     horizon: str,
     current: str,
     pending: set[str],
-    lines: Callable[[str, list[str]], pl.DataFrame],
+    aggregates: Callable[[str, list[str]], pl.DataFrame],
 ) -> Verdict:
     """Each business date's newest publication (``latest``: partition key, version, as-of load
-    date, content hash), recomputed from ``lines`` as of its own load date; one published as of a
+    date, content hash), recomputed by the engine (``aggregates``: the candidate aggregates of
+    some dates as of a load date) as of its own load date; one published as of a
     load date behind the retention ``horizon`` (whose state pruning did not keep) is recomputed
     as of the ``current`` certified pointer instead: no load date changed its groups since, or a
     restatement of it would be queued, and a date with a ``pending`` restatement is not checked
@@ -273,7 +277,7 @@ def aggregates_verdict(
     reasons = {}
     for (as_of,), group in latest.group_by("as_of_load_date"):
         dates = group["partition_key"].to_list()
-        rows = aggregate_frame(lines(str(as_of), dates))
+        rows = typed_aggregates(aggregates(str(as_of), dates))
         for key, digest in group.select("partition_key", "content_sha256").iter_rows():
             if content_sha256(rows.filter(pl.col("business_date") == key), AGG_KEY) != digest:
                 reasons[str(key)] = f"published rows differ from the recomputation as of {as_of}"

@@ -13,7 +13,7 @@ from replay_assets.storage.apply.certified import pointer, recomputed_controls
 from replay_assets.storage.apply.facts import pruned_through
 from replay_assets.storage.apply.snapshot_scan import scan_snapshot
 from replay_assets.storage.db.warehouse import one, query_frame
-from replay_assets.storage.publish.aggregates import lines_for_dates
+from replay_assets.storage.publish.aggregates import candidates
 from replay_assets.storage.publish.procedure import Verdict, aggregates_verdict, state_verdict
 
 PENDING = "SELECT DISTINCT business_date FROM restatement_queue WHERE released_at IS NULL"
@@ -32,7 +32,7 @@ def reverify_aggregates(con: duckdb.DuckDBPyConnection) -> Verdict:
         horizon=pruned_through(con),
         current=pointer(con) or "",
         pending=pending,
-        lines=lambda as_of, dates: lines_for_dates(con, as_of, dates),
+        aggregates=lambda as_of, dates: candidates(con, dates, as_of=as_of, from_latest=False),
     )
 
 

@@ -1,7 +1,8 @@
 """Publishing daily aggregates on Delta: the Spark adapter's steps (``storage/publish/steps.py``)
 of the one procedure (``publish/procedure.py``). The recomputed aggregates are the
-shared statement rendered for Spark (``aggregates.py`` here); the candidates' lines are the state
-as of the certified pointer, from the latest tables when they hold it."""
+shared statement rendered for Spark (``aggregates.py`` here); so are the candidates, over the
+state as of the certified pointer (the latest tables when they hold it): no order line comes to
+the client."""
 
 from __future__ import annotations
 
@@ -16,8 +17,10 @@ from pyspark.sql import functions as F
 from replay_assets.core.gate import CheckOutcome, failures
 from replay_assets.core.status import PartitionStatus
 from replay_assets.storage.publish import steps, verdicts
+from replay_assets.storage.rules.aggregates import candidate_aggregates
 from replay_assets.storage.rules.tables import ORDER_COLUMNS, RECON_COLUMNS
 from replay_assets.storage.spark.aggregates import daily_aggregates
+from replay_assets.storage.spark.dialect import shared
 from replay_assets.storage.spark.facts import FactsOps
 from replay_assets.storage.spark.frames import newest_per_key, to_polars
 from replay_assets.storage.spark.gate import GateSteps
@@ -49,18 +52,17 @@ class SparkPublishSteps(GateSteps):
         found = self._table("load_dates").agg(F.min("load_date").alias("d")).collect()
         return str(found[0]["d"]) if found and found[0]["d"] is not None else None
 
-    def latest_lines(self, dates: list[str]) -> pl.DataFrame:
-        lines = self._table("order_latest").where(F.col("business_date").isin(dates))
-        return to_polars(lines.select(list(ORDER_COLUMNS)))
-
-    def lines_for_dates(self, as_of: str, dates: list[str]) -> pl.DataFrame:
-        """Order lines whose state as of ``as_of`` is on one of ``dates`` (``lines_for_dates``)."""
-        history = self._table("order_history").where(F.col("load_date") <= F.lit(as_of))
-        keys = history.where(F.col("business_date").isin(dates)).select("order_id", "line_no").distinct()
-        newest = newest_per_key(
-            history.join(keys, ["order_id", "line_no"], "left_semi"), ("order_id", "line_no")
-        )
-        return to_polars(newest.where(F.col("business_date").isin(dates)).select(list(ORDER_COLUMNS)))
+    def candidate_aggregates(self, dates: list[str], *, as_of: str, from_latest: bool) -> pl.DataFrame:
+        """The candidate aggregates of ``dates`` as of ``as_of`` by the shared statement
+        (``rules.aggregates.candidate_aggregates``): only one row per store and date comes here."""
+        table = "order_latest" if from_latest else "order_history"
+        self._table(table).createOrReplaceTempView("_candidate_state")
+        try:
+            state = "_candidate_state" if from_latest else None
+            args: dict[str, object] = {"dates": dates} if from_latest else {"dates": dates, "as_of": as_of}
+            return to_polars(shared(self.spark, candidate_aggregates(state, "_candidate_state"), args))
+        finally:
+            self.spark.catalog.dropTempView("_candidate_state")
 
     def record_failed_candidate(
         self,

@@ -129,7 +129,7 @@ class PublishedOps(ReportOps, ApplyOps, JournalOps):
             horizon=self.pruned_through(),
             current=self.certified_pointer() or "",
             pending={str(r["business_date"]) for r in self.rows(pending.select("business_date").distinct())},
-            lines=steps.lines_for_dates,
+            aggregates=lambda as_of, dates: steps.candidate_aggregates(dates, as_of=as_of, from_latest=False),
         )
 
     def reverify_state(self) -> procedure.Verdict:
