@@ -1,13 +1,22 @@
 """The publication is one engine-neutral procedure both adapters run: the module holding it, its
 types and the re-verification verdicts loads no engine, so the Spark adapter can hold it without
-DuckDB."""
+DuckDB; and on Delta it writes the candidates of all its dates together."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
+import pytest
+
+from replay_assets.storage.landing.deliveries import write_delivery
 from replay_assets.storage.publish.procedure import Published, Verdict, aggregates_verdict, publish_aggregates
+from replay_assets.usecases.context import Pipeline
+from replay_assets.usecases.decide import decide, plan_for
+from replay_assets_tests.helpers import settings_for
+from replay_assets_tests.storage.test_apply_steps_contract import DAY, NOW, _applied, _land_all, _order
+from replay_assets_tests.stores import SPARK_KINDS, open_store
 
 _LOADED = (
     "import importlib, sys\n"
@@ -23,3 +32,32 @@ def test_the_publication_procedure_loads_no_engine() -> None:
         [sys.executable, "-c", _LOADED, *sorted(held)], capture_output=True, text=True, check=True
     )
     assert found.stdout.strip() == "[]"
+
+
+WRITTEN = ("publications", "aggregate_versions", "restatement_queue", "partition_status")
+
+
+def _delta_versions(root: Path, table: str) -> int:
+    return len(list((root / table / "_delta_log").glob("*.json")))
+
+
+@pytest.mark.parametrize("engine", SPARK_KINDS)
+def test_publishing_several_dates_on_delta_commits_each_table_once(
+    request: pytest.FixtureRequest, tmp_path: Path, engine: str
+) -> None:
+    """Each Delta write is a commit (a round trip and a log entry): the passed candidates of all
+    the dates are written together, not one commit a date."""
+    days = [f"2026-01-0{d}" for d in range(1, 6)]
+    lines = [_order(n, f"o{n}", store_id=f"s{n % 2}", business_date=days[n % 5]) for n in range(1, 16)]
+    pipeline = Pipeline(settings_for(tmp_path / "plan-home", "2026-01-10T12:00:00Z"))
+    write_delivery(pipeline.settings.landing, "erp", DAY, "B1", lines, ready_at=f"{DAY}T01:00:00Z")
+    plan = plan_for(decide(pipeline), DAY)
+    with open_store(request, engine, tmp_path / engine) as opened:
+        _land_all(opened, pipeline)
+        _applied(opened, plan, DAY)
+        before = {t: _delta_versions(opened.root, t) for t in WRITTEN}
+        with opened.store.transaction() as unit:
+            published = unit.publish.publish_aggregates(tmp_path, dates=days, run_id="run-2", now=NOW)
+        after = {t: _delta_versions(opened.root, t) for t in WRITTEN}
+    assert [p.version for p in published] == [1] * 5 and all(p.certified for p in published)
+    assert {t: after[t] - before[t] for t in WRITTEN} == dict.fromkeys(WRITTEN, 1)

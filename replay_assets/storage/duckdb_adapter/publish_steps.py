@@ -21,8 +21,8 @@ class DuckDBCandidateSteps(OnConnection):
 
 class DuckDBPublicationWrites(OnConnection):
     record_failed_candidate = bound(certify.record_failed_candidate)
-    last_publication = bound(certified.last_publication)
-    record_publication = bound(certify.record_publication)
+    last_publications = bound(aggregates.last_publications)
+    record_publications = bound(aggregates.record_publications)
     insert_aggregate_versions = bound(aggregates.insert_versions)
     release_queue = bound(aggregates.release_queue)
 

@@ -4,11 +4,15 @@ the engine-neutral procedure (``procedure.publish_aggregates``)."""
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 
 import duckdb
 import polars as pl
 
+from replay_assets.storage.apply.certified import last_publication
 from replay_assets.storage.db.warehouse import insert_frame, query_frame
+from replay_assets.storage.publish import certify
+from replay_assets.storage.publish.steps import Candidate
 from replay_assets.storage.rules.aggregates import SQL_AGGREGATES, candidate_aggregates
 
 
@@ -36,14 +40,40 @@ def insert_versions(con: duckdb.DuckDBPyConnection, versions: pl.DataFrame) -> N
 
 
 def release_queue(
-    con: duckdb.DuckDBPyConnection, day: str, *, as_of: str, now: dt.datetime, run_id: str | None
+    con: duckdb.DuckDBPyConnection, days: list[str], *, as_of: str, now: dt.datetime, run_id: str | None
 ) -> None:
-    """The queued groups of ``day`` up to ``as_of`` are published: released by this run."""
+    """The queued groups of ``days`` up to ``as_of`` are published: released by this run."""
     con.execute(
         """UPDATE restatement_queue SET released_at = ?, released_by = ?
-                   WHERE business_date = ? AND load_date <= ? AND released_at IS NULL""",
-        [now, run_id, day, as_of],
+                   WHERE list_contains(?, business_date) AND load_date <= ? AND released_at IS NULL""",
+        [now, run_id, days, as_of],
     )
+
+
+def last_publications(
+    con: duckdb.DuckDBPyConnection, asset: str, keys: list[str]
+) -> dict[str, tuple[int, str, str]]:
+    """Each of ``keys``' newest publication of ``asset`` (``certified.last_publication``)."""
+    found = {key: last_publication(con, asset, key) for key in keys}
+    return {key: last for key, last in found.items() if last is not None}
+
+
+def record_publications(
+    con: duckdb.DuckDBPyConnection,
+    asset: str,
+    candidates: Sequence[Candidate],
+    *,
+    as_of: str,
+    run_id: str | None,
+    now: dt.datetime,
+) -> dict[str, int | None]:
+    """Each candidate published as ``certify.record_publication`` does; the new versions."""
+    return {
+        c.key: certify.record_publication(
+            con, asset, key=c.key, as_of=as_of, digest=c.digest, outcomes=c.checks, run_id=run_id, now=now
+        )
+        for c in candidates
+    }
 
 
 def pending_groups(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str, str, str]]:

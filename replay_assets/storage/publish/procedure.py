@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,7 @@ from replay_assets.core.gate import (
     outcome_record,
     schema_matched,
 )
-from replay_assets.storage.publish.steps import PublishSteps
+from replay_assets.storage.publish.steps import Candidate, PublishSteps
 
 AGG_KEY = ["store_id", "business_date"]
 PART_LINES = 1_000_000
@@ -79,7 +79,8 @@ def publish_aggregates(
 ) -> list[Published]:
     """Candidates as of the certified pointer. Idempotent: same content publishes nothing new.
     Queued restatements of a date are released only when its candidate passes. Engine-neutral:
-    each engine supplies the steps (``PublishSteps``)."""
+    each engine supplies the steps (``PublishSteps``). The passed candidates of all the dates are
+    written together (one write a table, not one a date: each write is a commit on Delta)."""
     as_of = steps.candidates.certified_pointer()
     if as_of is None:
         return []
@@ -89,6 +90,7 @@ def publish_aggregates(
     first = steps.candidates.first_applied() or as_of
     certified = steps.candidates.certified_load_dates()
     out = []
+    passed: dict[str, tuple[Candidate, pl.DataFrame]] = {}
     for part in _parts(sorted(dates), recomputed):
         found = steps.candidates.candidate_aggregates(part, as_of=as_of, from_latest=from_latest)
         candidates = typed_aggregates(found)
@@ -106,30 +108,25 @@ def publish_aggregates(
                     matched=matched,
                 )
             )
-            digest = content_sha256(rows, AGG_KEY)
-            version, kept = _publish_or_keep(
-                steps,
-                home,
-                day=day,
-                rows=rows,
-                digest=digest,
-                as_of=as_of,
-                checks=checks,
-                run_id=run_id,
-                now=now,
-            )
+            candidate = Candidate(day, content_sha256(rows, AGG_KEY), checks)
+            kept = 0
+            if all_passed(checks):
+                passed[day] = (candidate, rows)
+            else:
+                kept = _keep(steps, home, candidate, rows=rows, as_of=as_of, run_id=run_id, now=now)
             out.append(
                 Published(
                     day,
-                    version,
-                    content_sha256=digest,
+                    None,
+                    content_sha256=candidate.digest,
                     rows=rows.height,
                     checks=checks,
                     as_of_load_date=as_of,
                     candidate_bytes=kept,
                 )
             )
-    return out
+    versions = _publish(steps, passed, as_of=as_of, run_id=run_id, now=now)
+    return [replace(p, version=versions.get(p.business_date)) for p in out]
 
 
 def typed_aggregates(found: pl.DataFrame) -> pl.DataFrame:
@@ -154,49 +151,65 @@ def _parts(dates: list[str], recomputed: pl.DataFrame) -> list[list[str]]:
     return parts
 
 
-def _publish_or_keep(
+def _keep(
     steps: PublishSteps,
     home: Path,
-    day: str,
+    candidate: Candidate,
     rows: pl.DataFrame,
-    digest: str,
     as_of: str,
-    checks: tuple[CheckOutcome, ...],
     run_id: str | None,
     now: dt.datetime,
-) -> tuple[int | None, int]:
-    """The new version (None when nothing new was published, or the date never had sales) and
-    the bytes a failed candidate keeps on disk for inspection (0 when it passed)."""
-    if not all_passed(checks):
-        kept = steps.publications.record_failed_candidate(
-            home,
-            asset="daily_aggregates",
-            key=day,
-            as_of=as_of,
-            digest=digest,
-            outcomes=checks,
-            rows=rows,
-            run_id=run_id,
-            now=now,
-        )
-        return None, kept.stat().st_size
-    if not rows.height and steps.publications.last_publication("daily_aggregates", day) is None:
-        # a date that never had sales publishes nothing (no empty "version 1" to certify); a
-        # date whose sales all went away is a real restatement to zero and publishes below
-        steps.publications.release_queue(day, as_of=as_of, now=now, run_id=run_id)
-        return None, 0
-    version = steps.publications.record_publication(
-        "daily_aggregates", key=day, as_of=as_of, digest=digest, outcomes=checks, run_id=run_id, now=now
+) -> int:
+    """A failed candidate kept for inspection; the bytes it keeps on disk."""
+    kept = steps.publications.record_failed_candidate(
+        home,
+        asset="daily_aggregates",
+        key=candidate.key,
+        as_of=as_of,
+        digest=candidate.digest,
+        outcomes=candidate.checks,
+        rows=rows,
+        run_id=run_id,
+        now=now,
     )
-    if version is not None and rows.height:
-        versions = rows.select(AGGREGATE_COLUMNS).with_columns(
-            pl.lit(version).cast(pl.Int64).alias("publication_version"),
-            pl.lit(as_of).alias("as_of_load_date"),
-            pl.lit(now).alias("certified_at"),
-        )
-        steps.publications.insert_aggregate_versions(versions)
-    steps.publications.release_queue(day, as_of=as_of, now=now, run_id=run_id)
-    return version, 0
+    return kept.stat().st_size
+
+
+def _publish(
+    steps: PublishSteps,
+    passed: dict[str, tuple[Candidate, pl.DataFrame]],
+    *,
+    as_of: str,
+    run_id: str | None,
+    now: dt.datetime,
+) -> dict[str, int | None]:
+    """The passed candidates published (a new version where the content changed), their rows
+    kept as that version, and their dates' queue released; the new version of each date that
+    got one."""
+    writes = steps.publications
+    empty = [day for day, (_, rows) in passed.items() if not rows.height]
+    # a date that never had sales publishes nothing (no empty "version 1" to certify); a date
+    # whose sales all went away is a real restatement to zero and publishes
+    never = set(empty) - set(writes.last_publications("daily_aggregates", empty) if empty else {})
+    publish = [c for day, (c, _) in passed.items() if day not in never]
+    versions = (
+        writes.record_publications("daily_aggregates", publish, as_of=as_of, run_id=run_id, now=now)
+        if publish
+        else {}
+    )
+    kept = [
+        passed[day][1]
+        .select(AGGREGATE_COLUMNS)
+        .with_columns(pl.lit(version).cast(pl.Int64).alias("publication_version"))
+        for day, version in sorted(versions.items())
+        if version is not None and passed[day][1].height
+    ]
+    if kept:
+        stamp = [pl.lit(as_of).alias("as_of_load_date"), pl.lit(now).alias("certified_at")]
+        writes.insert_aggregate_versions(pl.concat(kept).with_columns(stamp))
+    if passed:
+        writes.release_queue(sorted(passed), as_of=as_of, now=now, run_id=run_id)
+    return versions
 
 
 def aggregate_checks(

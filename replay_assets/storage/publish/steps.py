@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -30,8 +31,20 @@ class CandidateSteps(Protocol):
     def candidate_aggregates(self, dates: list[str], *, as_of: str, from_latest: bool) -> pl.DataFrame: ...
 
 
+@dataclass(frozen=True)
+class Candidate:
+    """A business date's candidate aggregates: their content hash and the gate's outcomes."""
+
+    key: str
+    digest: str
+    checks: tuple[CheckOutcome, ...]
+
+
 class PublicationWrites(Protocol):
-    """Publishing a candidate or keeping a refused one, and releasing the queue it answers."""
+    """Publishing candidates or keeping a refused one, and releasing the queue they answer: the
+    passed candidates of a publishing in one call each (``last_publications``: each partition's
+    newest publication, version, content hash, as-of load date; ``record_publications``: the new
+    version of each that got one, ``verdicts.publishing`` deciding)."""
 
     def record_failed_candidate(
         self,
@@ -46,19 +59,12 @@ class PublicationWrites(Protocol):
         run_id: str | None,
         now: dt.datetime,
     ) -> Path: ...
-    def last_publication(self, asset: str, key: str) -> tuple[int, str, str] | None: ...
-    def record_publication(
-        self,
-        asset: str,
-        key: str,
-        as_of: str,
-        digest: str,
-        outcomes: Sequence[CheckOutcome],
-        run_id: str | None,
-        now: dt.datetime,
-    ) -> int | None: ...
+    def last_publications(self, asset: str, keys: list[str]) -> dict[str, tuple[int, str, str]]: ...
+    def record_publications(
+        self, asset: str, candidates: Sequence[Candidate], *, as_of: str, run_id: str | None, now: dt.datetime
+    ) -> dict[str, int | None]: ...
     def insert_aggregate_versions(self, versions: pl.DataFrame) -> None: ...
-    def release_queue(self, day: str, *, as_of: str, now: dt.datetime, run_id: str | None) -> None: ...
+    def release_queue(self, days: list[str], *, as_of: str, now: dt.datetime, run_id: str | None) -> None: ...
 
 
 class PublishSteps(Protocol):
