@@ -5,7 +5,7 @@ certification steps a repair calls, re-verification (the engine-neutral verdicts
 The published copy on this engine is a Delta table per consumer table under
 ``<warehouse>/published/`` (``current_orders`` and ``current_customers`` as of the certified
 pointer, ``daily_aggregates``, ``publications``, ``reconciliation``, ``partition_status``), each
-rewritten in one Delta commit when the warehouse moved since the last refresh. A reader of the
+rewritten in one Delta commit when a table it is read from moved since it was last written. A reader of the
 warehouse never waits on a writer here (it reads the newest fence), so the copy is for consumers
 that read Delta directly, not a stand-in for a busy warehouse (docs/deploy.md)."""
 
@@ -35,7 +35,16 @@ from replay_assets.storage.spark.publish import SparkPublishSteps
 from replay_assets.storage.spark.reports import ReportOps
 
 _NEWEST = 7  # certified load dates ``reverify_state`` recomputes (as on DuckDB)
-_EXPORTED = "published-spark.json"  # under the home: the fence the copy was last written from
+_EXPORTED = "published-spark.json"  # under the home: the versions the copy was last written from
+# the warehouse tables each table of the published copy is read from (``export_frame``)
+_SOURCES = {
+    "current_orders": ("order_history", "pointers"),
+    "current_customers": ("customer_history", "pointers"),
+    "daily_aggregates": ("publications", "aggregate_versions"),
+    "publications": ("publications",),
+    "reconciliation": ("reconciliation",),
+    "partition_status": ("partition_status",),
+}
 
 
 class PublishedOps(ReportOps, ApplyOps, JournalOps):
@@ -156,20 +165,25 @@ class PublishedOps(ReportOps, ApplyOps, JournalOps):
         )
 
     def refresh_published_copy(self, home: Path) -> list[str]:
-        """Rewrite the consumer tables under ``<warehouse>/published/`` when the warehouse moved
-        since the last refresh (idempotent). Refuses while an operator holds an operation."""
+        """Rewrite each consumer table under ``<warehouse>/published/`` whose sources moved since
+        it was last written (idempotent): a publication rewrites the aggregates, not the current
+        state it did not change. Refuses while an operator holds an operation."""
         self.require_no_hold()
         record = home / _EXPORTED
-        fence = json.dumps({"warehouse": self.tables.root, "seq": self.snapshot.seq})
-        if record.exists() and record.read_text() == fence:
-            return []
+        held = json.loads(record.read_text()) if record.exists() else {}
+        if held.get("warehouse") != self.tables.root:
+            held = {}
+        fences = {name: [self.snapshot.versions.get(t) for t in _SOURCES[name]] for name in sorted(PUBLISHED)}
         written = []
-        for name in sorted(PUBLISHED):
+        for name, fence in fences.items():
+            if held.get("tables", {}).get(name) == fence:
+                continue
             self.export_frame(name).write.format("delta").mode("overwrite").option(
                 "overwriteSchema", "true"
             ).save(f"{self.tables.root}/published/{name}")
             written.append(f"published/{name}")
-        atomic_write(record, fence.encode())
+        if written:
+            atomic_write(record, json.dumps({"warehouse": self.tables.root, "tables": fences}).encode())
         return written
 
     def _newest_publications(self, asset: str) -> pl.DataFrame:
