@@ -299,11 +299,8 @@ def test_the_duckdb_rule_sees_through_neighbours() -> None:
 # Modules of the Spark adapter that still import a module reaching DuckDB, and which: it may
 # shrink, never grow.
 NOT_YET_ON_RULES = {
-    "apply.py": {"replay_assets.storage.publish.aggregates"},
     # the engine's task certifies by the landing workers' grammar tier (DuckDB's JSON path in memory)
     "landing_task.py": {"replay_assets.storage.landing.prepare"},
-    "published.py": {"replay_assets.storage.publish.reverify"},
-    "store.py": {"replay_assets.storage.unit"},  # the ports name publish/aggregates.Published
 }
 
 

@@ -15,7 +15,7 @@ from replay_assets.defs.partitions import business_date_partitions, load_date_pa
 from replay_assets.defs.resources import ReplayResource
 from replay_assets.storage.evidence import attempts as service
 from replay_assets.storage.home import failpoints
-from replay_assets.storage.publish.aggregates import Published
+from replay_assets.storage.publish.procedure import Published
 from replay_assets.usecases.apply import apply
 from replay_assets.usecases.context import Pipeline
 from replay_assets.usecases.land import land

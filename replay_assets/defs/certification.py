@@ -16,7 +16,7 @@ from replay_assets.core.receipts import ReceiptReconciliation
 from replay_assets.core.slo import Slo
 from replay_assets.defs import evidence
 from replay_assets.storage.landing.ingest import Landed
-from replay_assets.storage.publish.reverify import Verdict
+from replay_assets.storage.publish.procedure import Verdict
 
 SERVICE_LEVELS_CHECK = evidence.SERVICE_LEVELS_CHECK
 MANIFEST_CHECK = "delivery_matches_manifest"

@@ -14,8 +14,7 @@ from replay_assets.core.slo import Slo
 from replay_assets.core.state import Counts
 from replay_assets.storage.apply.load_date import ApplyResult
 from replay_assets.storage.landing.ingest import Landed
-from replay_assets.storage.publish.aggregates import Published
-from replay_assets.storage.publish.reverify import Verdict
+from replay_assets.storage.publish.procedure import Published, Verdict
 
 NO_SALES = "no sales"
 SERVICE_LEVELS_CHECK = "service_levels_met"

@@ -10,7 +10,7 @@ from replay_assets.core.plan import with_waiting_statuses
 from replay_assets.core.slo import PartitionSlo, Slo, Slos
 from replay_assets.core.status import PartitionStatus
 from replay_assets.storage.home import in_progress
-from replay_assets.storage.publish import reverify
+from replay_assets.storage.publish.procedure import Verdict
 from replay_assets.storage.unit import WarehouseReader
 from replay_assets.usecases.context import Pipeline
 from replay_assets.usecases.decide import Decision, decide_with
@@ -66,7 +66,7 @@ class Operations:
             out["daily_aggregates", day] = PartitionSlo("daily_aggregates", day, fed_by, slo)
         return out
 
-    def reverify(self, asset: str) -> reverify.Verdict:
+    def reverify(self, asset: str) -> Verdict:
         """Recompute published partitions as of their own load dates; flag mismatches SUSPECT
         (still visible, with the reason) until a repair certifies them again."""
         with self.pipeline.store.transaction() as unit:

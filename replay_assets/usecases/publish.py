@@ -10,7 +10,7 @@ from replay_assets.core.events import canonical_json, sha256_text
 from replay_assets.storage.apply.facts import contiguous_ranges
 from replay_assets.storage.evidence.costs import measure
 from replay_assets.storage.journal import executor as journal
-from replay_assets.storage.publish.aggregates import Published
+from replay_assets.storage.publish.procedure import Published
 from replay_assets.storage.unit import WarehouseWriter
 from replay_assets.usecases.context import Pipeline
 from replay_assets.usecases.recover import refresh_published

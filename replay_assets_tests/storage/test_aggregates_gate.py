@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from replay_assets.core.gate import Check, CheckOutcome
-from replay_assets.storage.publish.certify import aggregate_checks, aggregates_matched
+from replay_assets.storage.publish.procedure import aggregate_checks, aggregates_matched
 from replay_assets.storage.rules.tables import RECON_COLUMNS
 
 QUICK = settings(max_examples=60, deadline=None, database=None)

@@ -97,7 +97,7 @@ def test_a_negative_amount_is_named_from_whichever_part_holds_it() -> None:
 
 
 def test_aggregate_candidates_are_built_in_parts_of_bounded_lines(monkeypatch: pytest.MonkeyPatch) -> None:
-    from replay_assets.storage.publish import aggregates as publish
+    from replay_assets.storage.publish import procedure as publish
 
     monkeypatch.setattr(publish, "PART_LINES", 10)
     counts = pl.DataFrame(

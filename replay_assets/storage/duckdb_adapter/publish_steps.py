@@ -16,14 +16,13 @@ class DuckDBCandidateSteps(OnConnection):
     applied_reconciliation = bound(certify.applied_reconciliation)
     first_applied = bound(facts.first_applied)
     certified_load_dates = bound(certify.certified_load_dates)
-    latest_lines = bound(aggregates.latest_lines)
-    lines_for_dates = bound(aggregates.lines_for_dates)
+    candidate_aggregates = bound(aggregates.candidates)
 
 
 class DuckDBPublicationWrites(OnConnection):
     record_failed_candidate = bound(certify.record_failed_candidate)
-    last_publication = bound(certified.last_publication)
-    record_publication = bound(certify.record_publication)
+    last_publications = bound(aggregates.last_publications)
+    record_publications = bound(aggregates.record_publications)
     insert_aggregate_versions = bound(aggregates.insert_versions)
     release_queue = bound(aggregates.release_queue)
 

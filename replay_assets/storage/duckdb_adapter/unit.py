@@ -25,7 +25,7 @@ from replay_assets.storage.evidence import attempts, batches, costs, notes
 from replay_assets.storage.evidence import status as partition_status
 from replay_assets.storage.journal import entries, identities
 from replay_assets.storage.landing import counts, ingest
-from replay_assets.storage.publish import aggregates, certify, exports, published_copy, reverify
+from replay_assets.storage.publish import aggregates, certify, exports, procedure, published_copy, reverify
 from replay_assets.storage.retention import prune
 from replay_assets.storage.unit import WarehouseReader, WarehouseWriter
 
@@ -141,9 +141,9 @@ class PublishWriting(PublishReading):
 
     def publish_aggregates(
         self, home: Path, *, dates: list[str], run_id: str | None, now: dt.datetime
-    ) -> list[aggregates.Published]:
+    ) -> list[procedure.Published]:
         steps = DuckDBPublishSteps(self.con)
-        return aggregates.publish_aggregates(steps, home, dates=dates, run_id=run_id, now=now)
+        return procedure.publish_aggregates(steps, home, dates=dates, run_id=run_id, now=now)
 
 
 class EvidenceReading(OnConnection):

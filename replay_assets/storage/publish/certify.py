@@ -13,14 +13,7 @@ import polars as pl
 from replay_assets.core.aggregate import Controls
 from replay_assets.core.gate import (
     CheckOutcome,
-    check_completeness,
-    check_non_negative,
-    check_reconciliation,
-    check_schema,
-    check_totals,
-    check_unique_keys,
     failures,
-    schema_matched,
 )
 from replay_assets.core.state import Counts
 from replay_assets.core.status import PartitionStatus
@@ -82,55 +75,6 @@ def applied_reconciliation(con: duckdb.DuckDBPyConnection, as_of: str) -> pl.Dat
                                 WHERE status = 'APPLIED' AND load_date <= ?""",
         [as_of],
     )
-
-
-def aggregate_checks(
-    rows: pl.DataFrame,
-    recomputed: pl.DataFrame,
-    reconciliation: pl.DataFrame,
-    as_of: str,
-    first: str,
-    certified: set[str],
-    *,
-    matched: bool = False,
-) -> list[CheckOutcome]:
-    """The gate of one business date's aggregates computed as of ``as_of``. ``matched``: the
-    rows are part of a frame that already matched the schema (``aggregates_matched``)."""
-    after = (dt.date.fromisoformat(as_of) + dt.timedelta(days=1)).isoformat()
-    schema = schema_matched(rows.height) if matched else _aggregates_schema(rows)
-    return [
-        schema,
-        check_unique_keys({"daily_aggregates": (rows, ["store_id", "business_date"])}),
-        check_reconciliation(reconciliation),
-        check_totals(_sums(rows), _sums(recomputed)),
-        check_completeness(after, first, certified),
-        check_non_negative(
-            {
-                "daily_aggregates": (
-                    rows,
-                    ["store_id", "business_date"],
-                    ["units", "amount_minor", "cost_minor"],
-                )
-            }
-        ),
-    ]
-
-
-def aggregates_matched(candidates: pl.DataFrame) -> bool:
-    """Whether a frame of candidate aggregates (any number of business dates) matches the
-    schema as a whole, so each date's rows do too."""
-    return _aggregates_schema(candidates).passed
-
-
-def _aggregates_schema(rows: pl.DataFrame) -> CheckOutcome:
-    from replay_assets.core.schemas import DAILY_AGGREGATES  # lazily: pandera (core/gate.py)
-
-    return check_schema({"daily_aggregates": (DAILY_AGGREGATES, rows)})
-
-
-def _sums(rows: pl.DataFrame) -> Controls:
-    cols = ("line_count", "order_count", "units", "amount_minor", "cost_minor", "gross_profit_minor")
-    return Controls(*(int(rows[c].sum() or 0) for c in cols))
 
 
 def record_publication(

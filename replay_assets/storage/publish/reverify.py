@@ -1,35 +1,26 @@
-"""Re-verification of what is published: recompute each publication from history as of its own
-``as_of_load_date`` (never from live working state) and compare content hashes. Read-only."""
+"""Re-verification of what is published on DuckDB: the engine-neutral verdicts
+(``procedure.aggregates_verdict``, ``procedure.state_verdict``) over this engine's recomputations.
+Read-only."""
 
 from __future__ import annotations
-
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 
 import duckdb
 import polars as pl
 
-from replay_assets.core.aggregate import aggregate_frame, content_sha256
 from replay_assets.storage.apply import latest as newest_rows
 from replay_assets.storage.apply import state_digest
 from replay_assets.storage.apply.certified import pointer, recomputed_controls
 from replay_assets.storage.apply.facts import pruned_through
 from replay_assets.storage.apply.snapshot_scan import scan_snapshot
 from replay_assets.storage.db.warehouse import one, query_frame
-from replay_assets.storage.publish.aggregates import AGG_KEY, lines_for_dates
+from replay_assets.storage.publish.aggregates import candidates
+from replay_assets.storage.publish.procedure import Verdict, aggregates_verdict, state_verdict
 
 PENDING = "SELECT DISTINCT business_date FROM restatement_queue WHERE released_at IS NULL"
 LATEST = """
     SELECT partition_key, version, as_of_load_date, content_sha256 FROM publications WHERE asset = ?
     QUALIFY row_number() OVER (PARTITION BY partition_key ORDER BY version DESC) = 1
     ORDER BY partition_key"""
-
-
-@dataclass(frozen=True)
-class Verdict:
-    checked: int
-    mismatched: list[str]  # partition keys whose publication differs from its recomputation
-    reasons: dict[str, str] = field(default_factory=dict)  # key -> what differs (sums, hashes)
 
 
 def reverify_aggregates(con: duckdb.DuckDBPyConnection) -> Verdict:
@@ -41,36 +32,8 @@ def reverify_aggregates(con: duckdb.DuckDBPyConnection) -> Verdict:
         horizon=pruned_through(con),
         current=pointer(con) or "",
         pending=pending,
-        lines=lambda as_of, dates: lines_for_dates(con, as_of, dates),
+        aggregates=lambda as_of, dates: candidates(con, dates, as_of=as_of, from_latest=False),
     )
-
-
-def aggregates_verdict(
-    latest: pl.DataFrame,
-    *,
-    horizon: str,
-    current: str,
-    pending: set[str],
-    lines: Callable[[str, list[str]], pl.DataFrame],
-) -> Verdict:
-    """Each business date's newest publication (``latest``: partition key, version, as-of load
-    date, content hash), recomputed from ``lines`` as of its own load date; one published as of a
-    load date behind the retention ``horizon`` (whose state pruning did not keep) is recomputed
-    as of the ``current`` certified pointer instead: no load date changed its groups since, or a
-    restatement of it would be queued, and a date with a ``pending`` restatement is not checked
-    (any engine)."""
-    behind = pl.col("as_of_load_date") <= horizon
-    latest = latest.filter(~(behind & pl.col("partition_key").is_in(sorted(pending)))).with_columns(
-        pl.when(behind).then(pl.lit(current)).otherwise(pl.col("as_of_load_date")).alias("as_of_load_date")
-    )
-    reasons = {}
-    for (as_of,), group in latest.group_by("as_of_load_date"):
-        dates = group["partition_key"].to_list()
-        rows = aggregate_frame(lines(str(as_of), dates))
-        for key, digest in group.select("partition_key", "content_sha256").iter_rows():
-            if content_sha256(rows.filter(pl.col("business_date") == key), AGG_KEY) != digest:
-                reasons[str(key)] = f"published rows differ from the recomputation as of {as_of}"
-    return Verdict(latest.height, sorted(reasons), reasons)
 
 
 def reverify_state(con: duckdb.DuckDBPyConnection, newest: int = 7) -> Verdict:
@@ -89,37 +52,6 @@ def reverify_state(con: duckdb.DuckDBPyConnection, newest: int = 7) -> Verdict:
         differing=newest_rows.differences(con),
         pointer=pointer(con) or "",
     )
-
-
-def state_verdict(
-    latest: pl.DataFrame,
-    *,
-    recomputed: Callable[[str], str],
-    controls: Callable[[str], tuple[int, ...]],
-    stored: Callable[[str], Sequence[object] | None],
-    differing: int,
-    pointer: str,
-) -> Verdict:
-    """The certified load-date snapshots of ``latest`` (each a full-state recomputation): the
-    published content hash and the stored snapshot record (``stored``: its controls, then its
-    hash) must both equal what history recomputed as of that load date gives; and the latest
-    tables each date builds on must equal each key's newest history row (``differing`` rows
-    differ; flagged on the ``pointer``'s date, whose state they should be). Any engine."""
-    reasons = {}
-    for key, digest in latest.select("partition_key", "content_sha256").iter_rows():
-        day = str(key)
-        expected = controls(day)
-        record = stored(day)
-        if recomputed(day) != digest:
-            reasons[day] = "published content hash differs from the recomputation"
-        elif record is None or record[-1] != digest:
-            reasons[day] = "the snapshot record's hash differs from its publication"
-        elif tuple(record[:-1]) != expected:
-            reasons[day] = f"stored controls {tuple(record[:-1])} differ from recomputed {expected}"
-    if differing:
-        found = f"the latest tables differ from history's newest rows by {differing} rows"
-        reasons[pointer] = f"{reasons[pointer]}; {found}" if pointer in reasons else found
-    return Verdict(latest.height, sorted(reasons), reasons)
 
 
 def _recomputed_digest(con: duckdb.DuckDBPyConnection, day: str) -> str:

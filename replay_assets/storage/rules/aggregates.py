@@ -12,3 +12,23 @@ SQL_AGGREGATES = """
            sum(amount_minor) - sum(cost_minor) AS gross_profit_minor
     FROM {state} WHERE status = 'active' AND array_contains($dates, CAST(business_date AS STRING))
     GROUP BY store_id, CAST(business_date AS STRING) ORDER BY store_id, business_date"""
+
+# the order lines whose state as of $as_of may be on one of $dates, each key's newest row of
+# ``{history}`` up to $as_of: only keys with some row on those dates can be (the state's own row
+# is one), so the window ranks just those keys. Sail parses no QUALIFY: a ranked subquery.
+SQL_LINES_ON_DATES = """(
+    SELECT * FROM (
+      SELECT h.*, row_number() OVER (PARTITION BY h.order_id, h.line_no ORDER BY h.load_date DESC) AS newest
+      FROM {history} h SEMI JOIN (
+          SELECT order_id, line_no FROM {history}
+          WHERE load_date <= $as_of AND array_contains($dates, CAST(business_date AS STRING))) k
+        ON h.order_id = k.order_id AND h.line_no = k.line_no
+      WHERE h.load_date <= $as_of) ranked
+    WHERE newest = 1) lines"""
+
+
+def candidate_aggregates(state: str | None, history: str) -> str:
+    """The candidate aggregates of $dates as of $as_of: over ``state`` (the latest tables, when
+    they hold the state as of $as_of; the statement then takes no $as_of) or else over the lines
+    of those dates in ``history``. One statement, so no order line leaves the engine."""
+    return SQL_AGGREGATES.format(state=state or SQL_LINES_ON_DATES.format(history=history))

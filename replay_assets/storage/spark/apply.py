@@ -26,7 +26,7 @@ from replay_assets.core.status import PartitionStatus
 from replay_assets.storage.apply import steps
 from replay_assets.storage.apply.load_date import ApplyResult, apply_load_date
 from replay_assets.storage.apply.steps import counts_of
-from replay_assets.storage.publish.aggregates import Published, publish_aggregates
+from replay_assets.storage.publish.procedure import Published, publish_aggregates
 from replay_assets.storage.rules.apply import AFFECTED_GROUPS, GROUP_DATES, HISTORY_ROWS
 from replay_assets.storage.spark import schema
 from replay_assets.storage.spark.dialect import shared

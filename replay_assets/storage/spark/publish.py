@@ -1,7 +1,8 @@
 """Publishing daily aggregates on Delta: the Spark adapter's steps (``storage/publish/steps.py``)
-of the one procedure (``aggregates.publish_aggregates``). The recomputed aggregates are the
-shared statement rendered for Spark (``aggregates.py`` here); the candidates' lines are the state
-as of the certified pointer, from the latest tables when they hold it."""
+of the one procedure (``publish/procedure.py``). The recomputed aggregates are the
+shared statement rendered for Spark (``aggregates.py`` here); so are the candidates, over the
+state as of the certified pointer (the latest tables when they hold it): no order line comes to
+the client."""
 
 from __future__ import annotations
 
@@ -10,14 +11,16 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import polars as pl
-from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from replay_assets.core.gate import CheckOutcome, failures
 from replay_assets.core.status import PartitionStatus
 from replay_assets.storage.publish import steps, verdicts
+from replay_assets.storage.rules.aggregates import candidate_aggregates
+from replay_assets.storage.rules.evidence import status_values
 from replay_assets.storage.rules.tables import ORDER_COLUMNS, RECON_COLUMNS
 from replay_assets.storage.spark.aggregates import daily_aggregates
+from replay_assets.storage.spark.dialect import shared
 from replay_assets.storage.spark.facts import FactsOps
 from replay_assets.storage.spark.frames import newest_per_key, to_polars
 from replay_assets.storage.spark.gate import GateSteps
@@ -32,7 +35,9 @@ class SparkPublishSteps(GateSteps):
         self.publications: steps.PublicationWrites = self
 
     def recomputed_aggregates(self, dates: list[str], *, as_of: str, from_latest: bool) -> pl.DataFrame:
-        state = self._table("order_latest") if from_latest else self._state_as_of(as_of)
+        history = self._table("order_history").where(F.col("load_date") <= F.lit(as_of))
+        newest = newest_per_key(history, ("order_id", "line_no")).select(list(ORDER_COLUMNS))
+        state = self._table("order_latest") if from_latest else newest
         state.createOrReplaceTempView("_aggregated_state")
         try:
             return to_polars(daily_aggregates(self.spark, "_aggregated_state", dates))
@@ -49,18 +54,17 @@ class SparkPublishSteps(GateSteps):
         found = self._table("load_dates").agg(F.min("load_date").alias("d")).collect()
         return str(found[0]["d"]) if found and found[0]["d"] is not None else None
 
-    def latest_lines(self, dates: list[str]) -> pl.DataFrame:
-        lines = self._table("order_latest").where(F.col("business_date").isin(dates))
-        return to_polars(lines.select(list(ORDER_COLUMNS)))
-
-    def lines_for_dates(self, as_of: str, dates: list[str]) -> pl.DataFrame:
-        """Order lines whose state as of ``as_of`` is on one of ``dates`` (``lines_for_dates``)."""
-        history = self._table("order_history").where(F.col("load_date") <= F.lit(as_of))
-        keys = history.where(F.col("business_date").isin(dates)).select("order_id", "line_no").distinct()
-        newest = newest_per_key(
-            history.join(keys, ["order_id", "line_no"], "left_semi"), ("order_id", "line_no")
-        )
-        return to_polars(newest.where(F.col("business_date").isin(dates)).select(list(ORDER_COLUMNS)))
+    def candidate_aggregates(self, dates: list[str], *, as_of: str, from_latest: bool) -> pl.DataFrame:
+        """The candidate aggregates of ``dates`` as of ``as_of`` by the shared statement
+        (``rules.aggregates.candidate_aggregates``): only one row per store and date comes here."""
+        table = "order_latest" if from_latest else "order_history"
+        self._table(table).createOrReplaceTempView("_candidate_state")
+        try:
+            state = "_candidate_state" if from_latest else None
+            args: dict[str, object] = {"dates": dates} if from_latest else {"dates": dates, "as_of": as_of}
+            return to_polars(shared(self.spark, candidate_aggregates(state, "_candidate_state"), args))
+        finally:
+            self.spark.catalog.dropTempView("_candidate_state")
 
     def record_failed_candidate(
         self,
@@ -99,10 +103,65 @@ class SparkPublishSteps(GateSteps):
     def insert_aggregate_versions(self, versions: pl.DataFrame) -> None:
         self.unit.append_frames("aggregate_versions", [versions])
 
-    def release_queue(self, day: str, *, as_of: str, now: dt.datetime, run_id: str | None) -> None:
-        """The queued groups of ``day`` up to ``as_of`` are published: released by this run."""
+    def last_publications(self, asset: str, keys: list[str]) -> dict[str, tuple[int, str, str]]:
+        """Each of ``keys``' newest publication of ``asset``: version, content hash, as-of load
+        date (one query for them all)."""
+        newest = self.unit.newest_publications(asset).where(F.col("partition_key").isin(keys))
+        found = self.unit.rows(newest.select("partition_key", "version", "content_sha256", "as_of_load_date"))
+        return {
+            str(r["partition_key"]): (int(r["version"]), str(r["content_sha256"]), str(r["as_of_load_date"]))
+            for r in found
+        }
+
+    def record_publications(
+        self,
+        asset: str,
+        candidates: Sequence[steps.Candidate],
+        *,
+        as_of: str,
+        run_id: str | None,
+        now: dt.datetime,
+    ) -> dict[str, int | None]:
+        """Each candidate published as ``GateSteps.record_publication`` does, all of them in one
+        append of publications and one upsert of their partitions' status."""
+        last = self.last_publications(asset, [c.key for c in candidates])
+        versions: dict[str, int | None] = {}
+        rows, statuses = [], []
+        for c in candidates:
+            decided = verdicts.publishing(last.get(c.key), as_of, c.digest, None)
+            versions[c.key] = decided.version
+            good = (decided.version, c.digest) if decided.version is not None else None
+            values = status_values(decided.status, decided.reason, now, good)
+            statuses.append({"asset": asset, "partition_key": c.key, **values})
+            if decided.version is not None:
+                rows.append(
+                    {
+                        "asset": asset,
+                        "partition_key": c.key,
+                        "version": decided.version,
+                        "as_of_load_date": as_of,
+                        "content_sha256": c.digest,
+                        "checks": verdicts.checks_json(c.checks),
+                        "certified_at": now,
+                        "run_id": run_id,
+                        "reason": decided.reason,
+                    }
+                )
+        self.unit.append("publications", rows)
+        if statuses:
+            self.unit.merge(
+                "partition_status",
+                statuses,
+                on=("asset", "partition_key"),
+                update=("status", "reason", "updated_at"),
+                keep=("last_good_version", "last_good_sha256"),
+            )
+        return versions
+
+    def release_queue(self, days: list[str], *, as_of: str, now: dt.datetime, run_id: str | None) -> None:
+        """The queued groups of ``days`` up to ``as_of`` are published: released by this run."""
         queued = self._table("restatement_queue").where(
-            (F.col("business_date") == F.lit(day))
+            F.col("business_date").isin(days)
             & (F.col("load_date") <= F.lit(as_of))
             & F.col("released_at").isNull()
         )
@@ -118,7 +177,3 @@ class SparkPublishSteps(GateSteps):
             "WHEN MATCHED THEN UPDATE SET released_at = s.released_at, released_by = s.released_by",
             matches=_QUEUE_KEY,
         )
-
-    def _state_as_of(self, as_of: str) -> DataFrame:
-        history = self._table("order_history").where(F.col("load_date") <= F.lit(as_of))
-        return newest_per_key(history, ("order_id", "line_no")).select(list(ORDER_COLUMNS))

@@ -1,11 +1,11 @@
 """What is published, on Delta: the identity of a publishing and the groups it releases, the
 certification steps a repair calls, re-verification (the engine-neutral verdicts of
-``publish/reverify.py`` over this engine's recomputations) and the published copy.
+``publish/procedure.py`` over this engine's recomputations) and the published copy.
 
 The published copy on this engine is a Delta table per consumer table under
 ``<warehouse>/published/`` (``current_orders`` and ``current_customers`` as of the certified
 pointer, ``daily_aggregates``, ``publications``, ``reconciliation``, ``partition_status``), each
-rewritten in one Delta commit when the warehouse moved since the last refresh. A reader of the
+rewritten in one Delta commit when a table it is read from moved since it was last written. A reader of the
 warehouse never waits on a writer here (it reads the newest fence), so the copy is for consumers
 that read Delta directly, not a stand-in for a busy warehouse (docs/deploy.md)."""
 
@@ -22,7 +22,7 @@ from pyspark.sql import functions as F
 from replay_assets.core.aggregate import Controls
 from replay_assets.core.gate import CheckOutcome
 from replay_assets.storage.home.files import atomic_write
-from replay_assets.storage.publish import reverify
+from replay_assets.storage.publish import procedure
 from replay_assets.storage.records import Operation
 from replay_assets.storage.rules import identities
 from replay_assets.storage.rules.latest import COLUMNS, LATEST
@@ -35,7 +35,16 @@ from replay_assets.storage.spark.publish import SparkPublishSteps
 from replay_assets.storage.spark.reports import ReportOps
 
 _NEWEST = 7  # certified load dates ``reverify_state`` recomputes (as on DuckDB)
-_EXPORTED = "published-spark.json"  # under the home: the fence the copy was last written from
+_EXPORTED = "published-spark.json"  # under the home: the versions the copy was last written from
+# the warehouse tables each table of the published copy is read from (``export_frame``)
+_SOURCES = {
+    "current_orders": ("order_history", "pointers"),
+    "current_customers": ("customer_history", "pointers"),
+    "daily_aggregates": ("publications", "aggregate_versions"),
+    "publications": ("publications",),
+    "reconciliation": ("reconciliation",),
+    "partition_status": ("partition_status",),
+}
 
 
 class PublishedOps(ReportOps, ApplyOps, JournalOps):
@@ -121,18 +130,18 @@ class PublishedOps(ReportOps, ApplyOps, JournalOps):
             now=now,
         )
 
-    def reverify_aggregates(self) -> reverify.Verdict:
+    def reverify_aggregates(self) -> procedure.Verdict:
         steps = SparkPublishSteps(self)
         pending = self.frame("restatement_queue").where(F.col("released_at").isNull())
-        return reverify.aggregates_verdict(
+        return procedure.aggregates_verdict(
             self._newest_publications("daily_aggregates"),
             horizon=self.pruned_through(),
             current=self.certified_pointer() or "",
             pending={str(r["business_date"]) for r in self.rows(pending.select("business_date").distinct())},
-            lines=steps.lines_for_dates,
+            aggregates=lambda as_of, dates: steps.candidate_aggregates(dates, as_of=as_of, from_latest=False),
         )
 
-    def reverify_state(self) -> reverify.Verdict:
+    def reverify_state(self) -> procedure.Verdict:
         steps = SparkApplySteps(self)
         latest = self._newest_publications("current_orders")
         latest = latest.filter(pl.col("partition_key") > self.pruned_through()).tail(_NEWEST)
@@ -146,7 +155,7 @@ class PublishedOps(ReportOps, ApplyOps, JournalOps):
             # every date this engine certified stored its sums (``store_digest``)
             return steps.full_sums(day).content_sha256 if steps.stored_sums(day) is not None else ""
 
-        return reverify.state_verdict(
+        return procedure.state_verdict(
             latest,
             recomputed=recomputed,
             controls=lambda day: steps.recomputed_controls(day).as_tuple(),
@@ -156,20 +165,25 @@ class PublishedOps(ReportOps, ApplyOps, JournalOps):
         )
 
     def refresh_published_copy(self, home: Path) -> list[str]:
-        """Rewrite the consumer tables under ``<warehouse>/published/`` when the warehouse moved
-        since the last refresh (idempotent). Refuses while an operator holds an operation."""
+        """Rewrite each consumer table under ``<warehouse>/published/`` whose sources moved since
+        it was last written (idempotent): a publication rewrites the aggregates, not the current
+        state it did not change. Refuses while an operator holds an operation."""
         self.require_no_hold()
         record = home / _EXPORTED
-        fence = json.dumps({"warehouse": self.tables.root, "seq": self.snapshot.seq})
-        if record.exists() and record.read_text() == fence:
-            return []
+        held = json.loads(record.read_text()) if record.exists() else {}
+        if held.get("warehouse") != self.tables.root:
+            held = {}
+        fences = {name: [self.snapshot.versions.get(t) for t in _SOURCES[name]] for name in sorted(PUBLISHED)}
         written = []
-        for name in sorted(PUBLISHED):
+        for name, fence in fences.items():
+            if held.get("tables", {}).get(name) == fence:
+                continue
             self.export_frame(name).write.format("delta").mode("overwrite").option(
                 "overwriteSchema", "true"
             ).save(f"{self.tables.root}/published/{name}")
             written.append(f"published/{name}")
-        atomic_write(record, fence.encode())
+        if written:
+            atomic_write(record, json.dumps({"warehouse": self.tables.root, "tables": fences}).encode())
         return written
 
     def _newest_publications(self, asset: str) -> pl.DataFrame:
