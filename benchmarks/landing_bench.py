@@ -9,7 +9,7 @@ reads the file (sha256, split into lines, ``area.DeliveryFile.chunks``) and send
 worker process (pickled over a pipe); the worker (``prepare.py``) matches the grammars
 (``certify.matches``), extracts and checks the values and renders the canonical texts in DuckDB
 (``certify.extract``), hashes them (``certify.hashed``), hashes every line, and writes the two
-Parquet files (``segments.write``). ``prepare`` is the worker's whole job, so its row shows what
+Parquet files (``segment_files.write``). ``prepare`` is the worker's whole job, so its row shows what
 the parts leave out (frames, scatter, the receipts' columns). CPU time counts every thread of this
 process (polars and DuckDB run threads), so it is the work, not the wall time of one call. The
 script exits 1 unless every generated line is certified (else the parts would time the lines the
@@ -34,7 +34,7 @@ import stream
 
 from replay_assets.core.events import ValidationContext
 from replay_assets.core.manifest import ManifestFile
-from replay_assets.storage.db import segments
+from replay_assets.storage.home import segment_files
 from replay_assets.storage.landing import certify, parallel
 from replay_assets.storage.landing.area import DeliveryFile
 from replay_assets.storage.landing.prepare import LINES_FILE, STAGED_FILE, job, prepare
@@ -94,12 +94,14 @@ def main(argv: list[str] | None = None) -> int:
             (
                 "worker",
                 "Parquet: receipts (zstd)",
-                lambda: segments.write(receipts, folder / "r.parquet", segments.LINES_FILE_SCHEMA),
+                lambda: segment_files.write(receipts, folder / "r.parquet", segment_files.LINES_FILE_SCHEMA),
             ),
             (
                 "worker",
                 "Parquet: staged events (zstd)",
-                lambda: segments.write(staged_file, folder / "s.parquet", segments.STAGED_FILE_SCHEMA),
+                lambda: segment_files.write(
+                    staged_file, folder / "s.parquet", segment_files.STAGED_FILE_SCHEMA
+                ),
             ),
         ]
         print(f"{n:,} lines of the benchmark's stream; CPU us a line, median of {args.repeat}")

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from replay_assets.entrypoints.cli import main
-from replay_assets.storage.db import files as safe_files
+from replay_assets.storage.home import files as safe_files
 from replay_assets_tests.core.test_debezium_hostile import ROW, YEAR_10000_MS, at, message
 
 NOW = "2026-01-10T12:00:00Z"

@@ -23,8 +23,8 @@ from hypothesis import strategies as st
 
 from replay_assets.core.manifest import parse_instant
 from replay_assets.entrypoints.cli import main
-from replay_assets.storage.db import in_progress
 from replay_assets.storage.db.warehouse import Warehouse
+from replay_assets.storage.home import in_progress
 from replay_assets.usecases.context import Pipeline
 from replay_assets_tests.helpers import drive, settings_for
 from replay_assets_tests.storage.test_bad_input import D1, D2, NOW, deliver, event

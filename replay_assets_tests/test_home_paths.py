@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 from replay_assets.core.config import settings_from
 from replay_assets.entrypoints.cli import main
 from replay_assets.entrypoints.runner import instance_for
-from replay_assets.storage.db import paths
+from replay_assets.storage.home import paths
 from replay_assets.usecases.context import Pipeline
 from replay_assets_tests.helpers import drive, settings_for
 from replay_assets_tests.storage.test_bad_input import event

@@ -28,7 +28,7 @@ from replay_assets.core.errors import RejectReason, ReplayError
 from replay_assets.core.events import ValidationContext, parse_event
 from replay_assets.core.status import DateStatus
 from replay_assets.entrypoints.cli import main
-from replay_assets.storage.db import files as safe_files
+from replay_assets.storage.home import files as safe_files
 from replay_assets.storage.landing.deliveries import write_delivery
 from replay_assets.usecases.context import Pipeline
 from replay_assets.usecases.decide import decide

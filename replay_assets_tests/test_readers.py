@@ -108,7 +108,7 @@ HOLDER = """
 import sys
 from pathlib import Path
 from replay_assets.core.manifest import parse_instant
-from replay_assets.storage.db import in_progress
+from replay_assets.storage.home import in_progress
 from replay_assets.storage.db.warehouse import Warehouse
 home = Path(sys.argv[1])
 with in_progress.doing(home, "apply", sys.argv[2], "run-in-progress", parse_instant(sys.argv[3], "now")):

@@ -13,8 +13,8 @@ from replay_assets.core.lanes import BACKFILL, lane_for
 from replay_assets.defs import certification, evidence
 from replay_assets.defs.partitions import business_date_partitions, load_date_partitions
 from replay_assets.defs.resources import ReplayResource
-from replay_assets.storage.db import failpoints
 from replay_assets.storage.evidence import attempts as service
+from replay_assets.storage.home import failpoints
 from replay_assets.storage.publish.procedure import Published
 from replay_assets.usecases.apply import apply
 from replay_assets.usecases.context import Pipeline

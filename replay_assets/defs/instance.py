@@ -13,7 +13,7 @@ its WAL, to stream the run's new events to the UI.
 
 Dagster builds each SQLite URL by pasting the folder's path into it (``create_db_conn_string``), so
 a ``?`` in the instance folder ended the path and ``run`` created a database outside the home.
-Every SQLite URL of the instance comes from ``storage/db/paths.py`` instead (a home's path may
+Every SQLite URL of the instance comes from ``storage/home/paths.py`` instead (a home's path may
 hold any character).
 
 The PostgreSQL instance (``deploy/postgres/dagster.yaml``) names this class too: its ``storage:``
@@ -53,7 +53,7 @@ from dagster._serdes import ConfigurableClassData
 from sqlalchemy.dialects import registry
 from sqlalchemy.engine import Connection, Engine
 
-from replay_assets.storage.db.paths import sqlite_url
+from replay_assets.storage.home.paths import sqlite_url
 
 KEPT_FILES = 8  # engines kept open at once (the daemon and the webserver see every run's file)
 BUSY_TIMEOUT_SECONDS = 30  # SQLITE_BUSY_TIMEOUT_SECONDS of Dagster's own storage

@@ -19,7 +19,7 @@ from typing import Any
 
 from replay_assets.core.config import CONFIG_FILE
 from replay_assets.core.events import canonical_json
-from replay_assets.storage.db.files import atomic_write
+from replay_assets.storage.home.files import atomic_write
 from replay_assets.storage.landing.deliveries import create_delivery
 
 SOURCE = "shop"

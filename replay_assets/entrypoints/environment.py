@@ -14,7 +14,7 @@ from replay_assets.core.config import (
     home_path,
     settings_from,
 )
-from replay_assets.storage.db.files import read_bounded
+from replay_assets.storage.home.files import read_bounded
 
 
 def settings_from_environment(home: str | None = None) -> Settings:

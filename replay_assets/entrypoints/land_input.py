@@ -18,7 +18,7 @@ from replay_assets.core.adapters import Adapter, adapt_lines, adapter_for, seed0
 from replay_assets.core.config import Settings
 from replay_assets.core.errors import ErrorCode, RejectReason, ReplayError
 from replay_assets.core.events import Rejection, canonical_json, jsonl_lines, parse_event, sha256_text
-from replay_assets.storage.db.files import text_lines
+from replay_assets.storage.home.files import text_lines
 from replay_assets.usecases.land import contract_context
 
 

@@ -19,8 +19,8 @@ import dagster as dg
 from replay_assets.core.config import SettingsError
 from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.defs.resources import ReplayResource
-from replay_assets.storage.db.files import atomic_replace
-from replay_assets.storage.db.home_files import open_lock
+from replay_assets.storage.home.files import atomic_replace
+from replay_assets.storage.home.home_files import open_lock
 from replay_assets.storage.landing import prefetch
 from replay_assets.usecases.context import Pipeline
 from replay_assets.usecases.prune import prune

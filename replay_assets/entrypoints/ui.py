@@ -16,7 +16,7 @@ from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.demo.incident import play_incident
 from replay_assets.demo.sample import Sample
 from replay_assets.entrypoints.session import Session
-from replay_assets.storage.db.home_files import occupants
+from replay_assets.storage.home.home_files import occupants
 
 
 def refuse_unless_empty(home: Path) -> None:

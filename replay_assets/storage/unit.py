@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from replay_assets.core.status import CommitState, PartitionStatus
     from replay_assets.storage.apply.load_date import ApplyResult
     from replay_assets.storage.landing.area import DeliveryFile
-    from replay_assets.storage.landing.ingest import Landed
+    from replay_assets.storage.landing.rows import Landed
     from replay_assets.storage.publish.procedure import Published, Verdict
     from replay_assets.storage.records import Entry, Operation
     from replay_assets.storage.rules.evidence import Cost

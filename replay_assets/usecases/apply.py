@@ -19,8 +19,8 @@ from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.plan import DatePlan
 from replay_assets.core.status import ApplyOutcome, DateStatus, PartitionStatus
 from replay_assets.storage.apply.load_date import ApplyResult, from_record, to_record
-from replay_assets.storage.db import failpoints
 from replay_assets.storage.evidence.costs import Cost, measure
+from replay_assets.storage.home import failpoints
 from replay_assets.storage.journal import executor as journal
 from replay_assets.storage.unit import WarehouseWriter
 from replay_assets.usecases.context import Pipeline

@@ -10,11 +10,11 @@ from contextlib import AbstractContextManager
 
 from replay_assets.core.config import Settings
 from replay_assets.storage import ports
-from replay_assets.storage.db import in_progress
-from replay_assets.storage.db.clock import VirtualClock, real_now, sleep_real
 from replay_assets.storage.db.connection_ports import DuckDBReading, DuckDBWriting
 from replay_assets.storage.db.warehouse import Warehouse, WarehouseReader
 from replay_assets.storage.duckdb_adapter.unit import DuckDBStore
+from replay_assets.storage.home import in_progress
+from replay_assets.storage.home.clock import VirtualClock, real_now, sleep_real
 
 
 class Pipeline:

@@ -14,8 +14,8 @@ from replay_assets.core.events import ValidationContext
 from replay_assets.core.manifest import Manifest
 from replay_assets.core.plan import DatePlan
 from replay_assets.core.status import DateStatus, PartitionStatus
-from replay_assets.storage.db import failpoints
 from replay_assets.storage.evidence.costs import measure
+from replay_assets.storage.home import failpoints
 from replay_assets.storage.landing import area as landing_area
 from replay_assets.storage.landing import prefetch
 from replay_assets.storage.landing.ingest import Landed

@@ -9,7 +9,7 @@ from typing import Any
 from replay_assets.core.plan import with_waiting_statuses
 from replay_assets.core.slo import PartitionSlo, Slo, Slos
 from replay_assets.core.status import PartitionStatus
-from replay_assets.storage.db import in_progress
+from replay_assets.storage.home import in_progress
 from replay_assets.storage.publish.procedure import Verdict
 from replay_assets.storage.unit import WarehouseReader
 from replay_assets.usecases.context import Pipeline

@@ -1,5 +1,5 @@
 """The row-level gate run by the engine (``storage/spark/gate.engine_row_checks``, one
-``mapInArrow`` task) gives the verdicts ``snapshot_scan.check_rows`` gives over the same rows in
+``mapInArrow`` task) gives the verdicts ``row_checks.check_rows`` gives over the same rows in
 this process: passing rows, a key written twice, a negative amount, and no row at all."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 from pyspark.sql import SparkSession
 
-from replay_assets.storage.apply.snapshot_scan import check_rows
+from replay_assets.storage.apply.row_checks import check_rows
 from replay_assets.storage.apply.state_digest import ENTITIES
 from replay_assets.storage.spark import schema
 from replay_assets.storage.spark.gate import engine_row_checks

@@ -9,7 +9,7 @@ from pyspark.sql import SparkSession
 
 from replay_assets.core.fold import Committed, FoldInput, fold_reference
 from replay_assets.storage.rules.render import Engine, render
-from replay_assets.storage.spark.dialect import render as render_landing
+from replay_assets.storage.spark.dialect import over_tables
 from replay_assets.storage.spark.fold import SPARK_FOLD_SQL, fold
 from replay_assets.storage.spark.frames import to_polars, to_spark
 from replay_assets_tests.storage.test_fold_sql import COARSE, as_frames, fold_inputs, frame_to_result
@@ -51,7 +51,10 @@ def test_spark_fold_fences_stale_and_picks_the_highest_version(spark: SparkSessi
 
 
 def test_rendering_rewrites_only_the_statements_parameters() -> None:
-    statement = "WITH t AS MATERIALIZED (SELECT regexp_replace(v, '(a)', '$1') AS v FROM x WHERE k = $key) "
-    assert render_landing(statement + "SELECT $keys", ["key"]) == (
-        "WITH t AS (SELECT regexp_replace(v, '(a)', '$1') AS v FROM x WHERE k = :key) SELECT $keys"
+    statement = (
+        "WITH t AS MATERIALIZED (SELECT regexp_replace(v, '(a)', '$1') AS v FROM {costs} WHERE k = $key) "
+    )
+    assert over_tables(statement + "SELECT v FROM t JOIN pointers p ON p.name = t.v") == (
+        "WITH t AS (SELECT REGEXP_REPLACE(v, '(a)', '$1') AS v FROM {costs} WHERE k = :key) "
+        "SELECT v FROM t JOIN {pointers} AS p ON p.name = t.v"
     )

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from replay_assets.core.errors import RejectReason
 from replay_assets.core.events import ValidationContext
 from replay_assets.core.manifest import ManifestFile
-from replay_assets.storage.db import files as safe_files
+from replay_assets.storage.home import files as safe_files
 from replay_assets.storage.landing.area import DeliveryFile, DeliveryMismatch
 from replay_assets.storage.landing.prepare import LINES_FILE, job, prepare
 

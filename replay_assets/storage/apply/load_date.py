@@ -17,7 +17,7 @@ from replay_assets.core.gate import CheckOutcome, all_passed, failures, outcome_
 from replay_assets.core.plan import DatePlan
 from replay_assets.core.state import Counts
 from replay_assets.core.status import ApplyOutcome
-from replay_assets.storage.apply.snapshot_scan import Snapshot
+from replay_assets.storage.apply.row_checks import Snapshot
 from replay_assets.storage.apply.steps import ApplySteps
 
 

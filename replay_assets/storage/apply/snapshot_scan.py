@@ -10,31 +10,25 @@ boundary rows.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from collections.abc import Iterator, Sequence
 
 import duckdb
 import polars as pl
 
-from replay_assets.core.aggregate import Controls, RowsDigest, combine_controls, controls_part
+from replay_assets.core.aggregate import combine_controls, controls_part
 from replay_assets.core.events import canonical_json, sha256_text
-from replay_assets.core.gate import (
-    CheckOutcome,
-    check_non_negative,
-    check_schema,
-    check_unique_keys,
-    combine,
+from replay_assets.storage.apply.row_checks import (
+    CUSTOMER_KEY,
+    ORDER_KEY,
+    RowChecks,
+    Snapshot,
+    check_rows,
+    state_tables,
+    verdicts_of,
 )
 from replay_assets.storage.rules.tables import CUSTOMER_COLUMNS, ORDER_COLUMNS
 
-if TYPE_CHECKING:  # pandera is imported where a schema is checked (core/gate.py)
-    import pandera.polars as pa
-
 PART_ROWS = 500_000
-ORDER_KEY = ["order_id", "line_no"]
-CUSTOMER_KEY = ["customer_id"]
-AMOUNTS = ["quantity", "amount_minor", "cost_minor"]
 
 
 def _as_of(table: str, columns: Sequence[str], key: Sequence[str]) -> str:
@@ -61,76 +55,12 @@ WRITTEN_ORDERS_SQL = _written("order_history", ORDER_COLUMNS, ORDER_KEY)
 WRITTEN_CUSTOMERS_SQL = _written("customer_history", CUSTOMER_COLUMNS, CUSTOMER_KEY)
 
 
-@dataclass(frozen=True)
-class RowChecks:
-    """The row-level gate verdicts of a set of state rows (schema, unique keys, non-negative)."""
-
-    schema: CheckOutcome
-    unique_keys: CheckOutcome
-    non_negative: CheckOutcome
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    digest: str
-    controls: Controls
-    rows: int
-    schema: CheckOutcome
-    unique_keys: CheckOutcome
-    non_negative: CheckOutcome
-
-
-@dataclass
-class _Table:
-    name: str
-    schema: pa.DataFrameSchema
-    key: list[str]
-    digest: RowsDigest | None  # None: checks only
-    rows: int = 0
-    last: pl.DataFrame | None = None  # the previous part's last row
-
-    def __post_init__(self) -> None:
-        self.checks: dict[str, list[CheckOutcome]] = {"schema": [], "unique": [], "non_negative": []}
-
-    def feed(self, part: pl.DataFrame) -> None:
-        if self.digest is not None:
-            self.digest.update(part)
-        self.rows += part.height
-        self.checks["schema"].append(check_schema({self.name: (self.schema, part)}))
-        self.checks["unique"].append(check_unique_keys({self.name: (part, self.key)}))
-        if self.last is not None and self.last.select(self.key).equals(part.head(1).select(self.key)):
-            boundary = pl.concat([self.last, part.head(1)])
-            self.checks["unique"].append(check_unique_keys({self.name: (boundary, self.key)}))
-        self.last = part.tail(1)
-        if self.name == "current_orders":
-            self.checks["non_negative"].append(check_non_negative({self.name: (part, self.key, AMOUNTS)}))
-
-
-def _tables(digests: bool) -> tuple[_Table, _Table]:
-    """The two state tables to feed; with ``digests``, each also hashes its rows."""
-    from replay_assets.core.schemas import CUSTOMER_STATE, ORDER_STATE  # lazily: pandera
-
-    return (
-        _Table("current_orders", ORDER_STATE, ORDER_KEY, RowsDigest() if digests else None),
-        _Table("current_customers", CUSTOMER_STATE, CUSTOMER_KEY, RowsDigest() if digests else None),
-    )
-
-
 def _parts(con: duckdb.DuckDBPyConnection, sql: str, day: str) -> Iterator[pl.DataFrame]:
     reader = con.sql(sql, params={"day": day}).to_arrow_reader(PART_ROWS)
     for batch in reader:
         part = pl.DataFrame(pl.from_arrow(batch))
         if part.height:
             yield part
-
-
-def _verdicts(tables: Sequence[_Table]) -> RowChecks:
-    parts = {name: [c for t in tables for c in t.checks[name]] for name in tables[0].checks}
-    return RowChecks(
-        schema=combine(parts["schema"]) if parts["schema"] else check_schema({}),
-        unique_keys=combine(parts["unique"]) if parts["unique"] else check_unique_keys({}),
-        non_negative=combine(parts["non_negative"]) if parts["non_negative"] else check_non_negative({}),
-    )
 
 
 def check_written(con: duckdb.DuckDBPyConnection, day: str) -> RowChecks:
@@ -140,20 +70,10 @@ def check_written(con: duckdb.DuckDBPyConnection, day: str) -> RowChecks:
     return check_rows(_parts(con, WRITTEN_ORDERS_SQL, day), _parts(con, WRITTEN_CUSTOMERS_SQL, day))
 
 
-def check_rows(orders_parts: Iterable[pl.DataFrame], customer_parts: Iterable[pl.DataFrame]) -> RowChecks:
-    """The row-level gate over state rows given in parts, each in key order (any engine)."""
-    orders, customers = _tables(digests=False)
-    for part in orders_parts:
-        orders.feed(part)
-    for part in customer_parts:
-        customers.feed(part)
-    return _verdicts([orders, customers])
-
-
 def scan_snapshot(con: duckdb.DuckDBPyConnection, day: str) -> Snapshot:
     """The state as of ``day`` in one streamed pass: content hash, controls, row count and the
     schema, unique-key and non-negative verdicts."""
-    orders, customers = _tables(digests=True)
+    orders, customers = state_tables(digests=True)
     controls = []
     for part in _parts(con, ORDERS_SQL, day):
         orders.feed(part)
@@ -164,7 +84,7 @@ def scan_snapshot(con: duckdb.DuckDBPyConnection, day: str) -> Snapshot:
     digest = sha256_text(
         canonical_json({"orders": orders.digest.hexdigest(), "customers": customers.digest.hexdigest()})
     )
-    verdicts = _verdicts([orders, customers])
+    verdicts = verdicts_of([orders, customers])
     return Snapshot(
         digest,
         combine_controls(controls),

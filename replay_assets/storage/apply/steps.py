@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from replay_assets.core.aggregate import Controls
     from replay_assets.core.gate import CheckOutcome
     from replay_assets.core.plan import DatePlan
-    from replay_assets.storage.apply.snapshot_scan import RowChecks, Snapshot
+    from replay_assets.storage.apply.row_checks import RowChecks, Snapshot
     from replay_assets.storage.rules.digest import StateDigest
 
 

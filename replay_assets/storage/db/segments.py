@@ -25,7 +25,6 @@ from __future__ import annotations
 import atexit
 import errno
 import hashlib
-import io
 import os
 import shutil
 import tempfile
@@ -37,39 +36,15 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from replay_assets.storage.db.files import atomic_replace, fsync_folder
-from replay_assets.storage.db.paths import glob_literal, glob_literal_sql
-
-# the columns of a staged event row (``landing/rows.py`` builds them)
-STAGED_SCHEMA = pl.Schema(
-    {
-        "batch_id": pl.String,
-        "source": pl.String,
-        "load_date": pl.String,
-        "source_file": pl.String,
-        "line_number": pl.Int64,
-        "event_id": pl.String,
-        "source_seq": pl.Int64,
-        "entity": pl.String,
-        "op": pl.String,
-        "key": pl.String,
-        "version": pl.Int64,
-        "event_time": pl.String,
-        "content_sha256": pl.String,
-        "image_sha256": pl.String,
-        "order_id": pl.String,
-        "line_no": pl.Int64,
-        "store_id": pl.String,
-        "customer_id": pl.String,
-        "product_id": pl.String,
-        "business_date": pl.String,
-        "quantity": pl.Int64,
-        "amount_minor": pl.Int64,
-        "cost_minor": pl.Int64,
-        "status": pl.String,
-        "name": pl.String,
-        "segment": pl.String,
-    }
+from replay_assets.storage.home.files import atomic_replace, fsync_folder
+from replay_assets.storage.home.paths import glob_literal, glob_literal_sql
+from replay_assets.storage.home.segment_files import (
+    FILE_COLUMNS,
+    LINES_FILE_SCHEMA,
+    STAGED_FILE_SCHEMA,
+    STAGED_SCHEMA,
+    Written,
+    write,
 )
 
 FOLDER = "segments"
@@ -87,16 +62,8 @@ VIEW_HOME = (
     "ELSE error('the landing views read the Parquet files of the folder of warehouse.duckdb: open it "
     f"as the database, or SET VARIABLE {HOME_VARIABLE} = ''<home folder>'' first') END)"
 )
-ZSTD_LEVEL = 1
 MISSING = (
     "a registered segment file is missing (restore the segments folder of the home with its warehouse): "
-)
-
-# a file's constant columns, in its register row (``_WHERE`` of ``ingest.py``)
-FILE_COLUMNS = ("batch_id", "source", "load_date", "source_file")
-STAGED_FILE_SCHEMA = pl.Schema({c: t for c, t in STAGED_SCHEMA.items() if c not in FILE_COLUMNS})
-LINES_FILE_SCHEMA = pl.Schema(
-    {"line_number": pl.Int64, "sha256": pl.String, "line": pl.String, "rendering": pl.Int8}
 )
 
 
@@ -200,32 +167,6 @@ def of_date(con: duckdb.DuckDBPyConnection, view: str, params: dict[str, object]
         WHERE load_date = $day AND list_contains($batches, batch_id)
     UNION ALL
     SELECT {files} FROM read_parquet($segment_files) f)"""
-
-
-@dataclass(frozen=True)
-class Written:
-    """A Parquet file a worker wrote: its rows, bytes and the sha256 of its bytes."""
-
-    path: str
-    rows: int
-    bytes: int
-    sha256: str
-
-
-def write(frame: pl.DataFrame, path: Path, schema: pl.Schema) -> Written:
-    """Write ``frame`` as ``zstd`` Parquet of ``schema`` and make its bytes durable (fsync): a
-    file registered by a commit must survive a power cut as the commit does."""
-    buffer = io.BytesIO()
-    # zstd level 1: the default level 3 costs more CPU for files no smaller
-    frame.select(list(schema)).cast(schema).write_parquet(
-        buffer, compression="zstd", compression_level=ZSTD_LEVEL, statistics=False
-    )
-    data = buffer.getbuffer()
-    with open(path, "wb") as out:
-        out.write(data)
-        out.flush()
-        os.fsync(out.fileno())
-    return Written(str(path), frame.height, len(data), hashlib.sha256(data).hexdigest())
 
 
 def bind(con: duckdb.DuckDBPyConnection, home: Path | None, *, create: bool) -> Path:

@@ -25,8 +25,8 @@ import polars as pl
 
 from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.storage.db import segments
-from replay_assets.storage.db.home_files import open_lock
 from replay_assets.storage.db.migrations import MIGRATIONS
+from replay_assets.storage.home.home_files import open_lock
 
 POLL_SECONDS = 0.05
 # how long a reader tries the warehouse before it answers from the published copy: longer than a

@@ -11,6 +11,7 @@ from replay_assets.core.config import SloPolicy
 from replay_assets.core.manifest import parse_instant
 from replay_assets.core.slo import Slo, evaluate
 from replay_assets.storage.db.warehouse import one
+from replay_assets.storage.rules.evidence import CONTRIBUTING, DAILY_SLOS, days_parameters
 
 STARTED, FAILED, SUCCEEDED = "STARTED", "FAILED", "SUCCEEDED"
 
@@ -62,51 +63,6 @@ def step_attempts(con: duckdb.DuckDBPyConnection, run_id: str) -> list[tuple[str
     return [(str(a), str(b), int(c), str(d), str(e)) for a, b, c, d, e in rows]
 
 
-# Batches of the load date that count: every delivery except a blocked one (a blocked batch that
-# is still blocked leaves the date unapplied; a corrected re-delivery replaces it). A batch an
-# operator skipped counts as declared but not landed: the partition is incomplete by it.
-CONTRIBUTING = """
-    SELECT max(m.ready_at), coalesce(sum(m.source_events), 0),
-           coalesce(sum(m.source_events) FILTER (WHERE r.status <> 'SKIPPED'), 0)
-    FROM manifests m JOIN reconciliation r USING (batch_id)
-    WHERE m.load_date = ? AND r.status <> 'BLOCKED'"""
-
-
-# The service levels of daily_aggregates partitions, all business dates in one query. A business
-# date is fed by every applied load date that queued one of its groups (restatement_queue); it is
-# as fresh as its newest one (L): certified when L's groups were released. Its duration counts
-# from the start of the run that applied L (the work that brought the data, apply and restatement
-# together); freshness from the newest ready_at among the manifests of every load date that fed it.
-DAILY_SLOS = """
-WITH fed AS (
-    SELECT q.business_date, q.load_date, q.released_at
-    FROM restatement_queue q JOIN load_dates USING (load_date)
-    WHERE $days IS NULL OR list_contains($days, q.business_date)
-), newest AS (
-    SELECT business_date, max(load_date) AS load_date FROM fed GROUP BY 1
-), certified AS (
-    SELECT f.business_date, n.load_date, bool_and(f.released_at IS NOT NULL) AS released,
-           max(f.released_at) AS certified_at
-    FROM fed f JOIN newest n ON f.business_date = n.business_date AND f.load_date = n.load_date
-    GROUP BY 1, 2
-), inputs AS (
-    SELECT f.business_date, max(m.ready_at) AS ready_at, coalesce(sum(m.source_events), 0) AS declared,
-           coalesce(sum(m.source_events) FILTER (WHERE r.status <> 'SKIPPED'), 0) AS landed
-    FROM (SELECT DISTINCT business_date, load_date FROM fed) f
-    JOIN manifests m ON m.load_date = f.load_date JOIN reconciliation r USING (batch_id)
-    WHERE r.status <> 'BLOCKED'
-    GROUP BY 1
-)
-SELECT c.business_date, c.load_date, c.certified_at, i.ready_at, i.declared, i.landed,
-       (SELECT min(s.recorded_at) FROM step_attempts s WHERE s.run_id = (
-           SELECT arg_max(p.run_id, p.version) FROM publications p
-           WHERE p.asset = 'current_orders' AND p.partition_key = c.load_date
-             AND p.certified_at <= c.certified_at)) AS started
-FROM certified c JOIN inputs i USING (business_date)
-WHERE c.released
-ORDER BY 1"""
-
-
 def daily_slos(
     con: duckdb.DuckDBPyConnection, policy: SloPolicy, business_dates: list[str] | None = None
 ) -> dict[str, tuple[Slo, str]]:
@@ -115,7 +71,7 @@ def daily_slos(
     newest input is still queued has none yet (its status says PENDING_RESTATEMENT)."""
     out = {}
     for day, fed_by, certified_at, ready, declared, landed, started in con.execute(
-        DAILY_SLOS, {"days": business_dates}
+        DAILY_SLOS, days_parameters(business_dates)
     ).fetchall():
         out[str(day)] = (
             evaluate(
@@ -144,7 +100,7 @@ def slo_for(con: duckdb.DuckDBPyConnection, load_date: str, policy: SloPolicy) -
     if published is None:
         return None
     certified_at, run_id = published
-    ready, declared, landed = one(con, CONTRIBUTING, [load_date]) or (None, 0, 0)
+    ready, declared, landed = one(con, CONTRIBUTING, {"day": load_date}) or (None, 0, 0)
     if ready is None:
         return None
     started = one(con, "SELECT min(recorded_at) FROM step_attempts WHERE run_id = ?", [run_id])

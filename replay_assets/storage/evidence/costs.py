@@ -10,6 +10,7 @@ from contextlib import contextmanager
 
 import duckdb
 
+from replay_assets.storage.rules.evidence import BATCH_COSTS
 from replay_assets.storage.rules.evidence import Cost as Cost
 
 
@@ -79,37 +80,6 @@ def run_costs(con: duckdb.DuckDBPyConnection, run_id: str, step: str) -> dict[st
         "candidate_bytes",
     )
     return dict(zip(names, (float(v) for v in row), strict=True))
-
-
-# Cost per delivered batch (seed 002's "per-page cost"). Landing is measured per batch.
-# Applying is one set-based fold per load date, so its CPU and wall seconds exist per load date
-# only: each batch is given its share of the newest application of its date in proportion to its
-# source events (``apply_basis`` says so). Rows written are the batch's own: two per landed event
-# (raw receipt, staged event) and one history row per accepted event.
-BATCH_COSTS = """
-WITH landing AS (
-    SELECT batch_id, sum(bytes_read) AS bytes_read, sum(cpu_seconds) AS cpu, sum(wall_seconds) AS wall,
-           sum(rows_written) AS rows_written
-    FROM costs WHERE step = 'land' AND batch_id IS NOT NULL GROUP BY 1
-), applying AS (
-    SELECT partition_key AS load_date, arg_max(cpu_seconds, recorded_at) AS cpu,
-           arg_max(wall_seconds, recorded_at) AS wall
-    FROM costs WHERE step = 'apply' GROUP BY 1
-), batches AS (
-    SELECT load_date, batch_id, source_events, accepted, rejected, skipped_duplicate, skipped_stale, status,
-           source_events / nullif(sum(source_events) FILTER (WHERE status <> 'SKIPPED')
-               OVER (PARTITION BY load_date), 0) AS share
-    FROM reconciliation
-)
-SELECT b.load_date, b.batch_id, b.status, b.source_events, b.accepted, b.rejected, b.skipped_duplicate,
-       b.skipped_stale, coalesce(l.bytes_read, 0) AS bytes_read,
-       round(coalesce(l.cpu, 0), 6) AS land_cpu_seconds, round(coalesce(l.wall, 0), 6) AS land_wall_seconds,
-       round(CASE WHEN b.status <> 'SKIPPED' THEN a.cpu * b.share END, 6) AS apply_cpu_seconds,
-       round(CASE WHEN b.status <> 'SKIPPED' THEN a.wall * b.share END, 6) AS apply_wall_seconds,
-       coalesce(l.rows_written, 0) + b.accepted AS rows_written,
-       'share of its load date by source events' AS apply_basis
-FROM batches b LEFT JOIN landing l USING (batch_id) LEFT JOIN applying a USING (load_date)
-ORDER BY b.load_date, b.batch_id"""
 
 
 def batch_costs(con: duckdb.DuckDBPyConnection) -> list[dict[str, object]]:

@@ -18,8 +18,12 @@ from replay_assets.storage.records import Entry as Entry
 from replay_assets.storage.records import Operation as Operation
 from replay_assets.storage.rules.journal import (
     AUDIT,
+    AUDIT_SQL,
     COLUMNS,
+    HELD,
+    IN_DOUBT,
     UNFINISHED,
+    UNFINISHED_SQL,
     changed_concurrently,
     entry_of,
     refuse_held,
@@ -143,11 +147,7 @@ def require_no_hold(con: duckdb.DuckDBPyConnection) -> None:
     The hold is warehouse-wide on purpose: every later operation builds on the held one (a load
     date's identity includes the day before's snapshot, aggregates come from the certified pointer)
     and the published copy exports the whole certified state."""
-    rows = con.execute(
-        "SELECT operation_id, kind, partition_key FROM operations WHERE state = ? ORDER BY operation_id",
-        [S.COMMIT_UNKNOWN.value],
-    ).fetchall()
-    refuse_held(rows)
+    refuse_held(con.execute(HELD).fetchall())
 
 
 def fence_committed(con: duckdb.DuckDBPyConnection, operation_id: str) -> bool:
@@ -173,29 +173,15 @@ def write_fence(con: duckdb.DuckDBPyConnection, op: Operation, now: dt.datetime)
 
 def committed_in_doubt(con: duckdb.DuckDBPyConnection) -> list[Operation]:
     """Operations whose fence proves a commit but whose entry never reached COMPLETE, oldest first."""
-    rows = con.execute(
-        """SELECT o.operation_id, o.intent_digest, o.kind, o.asset, o.partition_key, m.input_identity
-        FROM operations o JOIN commit_markers m USING (operation_id)
-        WHERE o.state IN ('COMMITTING', 'TARGET_COMMITTED', 'COMMITTED_INCOMPLETE') ORDER BY o.created_at"""
-    ).fetchall()
-    return [
-        Operation(op_id, digest, kind=kind, asset=asset, partition_key=key, input_identity=identity)
-        for op_id, digest, kind, asset, key, identity in rows
-    ]
+    return [Operation(*row) for row in con.execute(IN_DOUBT).fetchall()]
 
 
 def unfinished(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
     """Every operation that is not COMPLETE (``UNFINISHED`` columns), oldest move first."""
-    rows = con.execute("""SELECT operation_id, kind, partition_key, state, version, updated_at FROM operations
-        WHERE state <> 'COMPLETE' ORDER BY updated_at""").fetchall()
-    return [dict(zip(UNFINISHED, r, strict=True)) for r in rows]
+    return [dict(zip(UNFINISHED, r, strict=True)) for r in con.execute(UNFINISHED_SQL).fetchall()]
 
 
 def audit_trail(con: duckdb.DuckDBPyConnection, operation_id: str) -> list[dict[str, Any]]:
     """The operation's moves (``AUDIT`` columns), in version order."""
-    rows = con.execute(
-        """SELECT version, from_state, to_state, actor, note, changed_at FROM operation_audit
-        WHERE operation_id = ? ORDER BY version""",
-        [operation_id],
-    ).fetchall()
+    rows = con.execute(AUDIT_SQL, {"operation_id": operation_id}).fetchall()
     return [dict(zip(AUDIT, a, strict=True)) for a in rows]

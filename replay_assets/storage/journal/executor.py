@@ -14,7 +14,7 @@ from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.events import canonical_json
 from replay_assets.core.journal import Next, next_step, operation_id
 from replay_assets.core.status import CommitState
-from replay_assets.storage.db import failpoints
+from replay_assets.storage.home import failpoints
 from replay_assets.storage.journal.entries import Divert as Divert
 from replay_assets.storage.journal.entries import Entry as Entry
 from replay_assets.storage.journal.entries import Operation as Operation

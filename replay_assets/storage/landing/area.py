@@ -31,7 +31,7 @@ from replay_assets.core.manifest import (
 )
 from replay_assets.core.names import NameKind, is_name
 from replay_assets.core.plan import Delivery
-from replay_assets.storage.db.files import (
+from replay_assets.storage.home.files import (
     LineProblem,
     NotRegularFile,
     open_regular,

@@ -13,7 +13,7 @@ from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.events import canonical_json
 from replay_assets.core.manifest import MANIFEST_SUFFIX
 from replay_assets.core.names import NameKind, check_name
-from replay_assets.storage.db.files import atomic_write, fsync_folder, read_bounded, temp_path
+from replay_assets.storage.home.files import atomic_write, fsync_folder, read_bounded, temp_path
 from replay_assets.storage.landing.area import manifest_paths, parquet_lines
 
 

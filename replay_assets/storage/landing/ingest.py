@@ -22,13 +22,18 @@ from replay_assets.core.events import (
 )
 from replay_assets.core.manifest import Manifest
 from replay_assets.storage.db import segments
-from replay_assets.storage.db.files import LineProblem
-from replay_assets.storage.db.paths import glob_literal
 from replay_assets.storage.db.warehouse import insert_frame, one
+from replay_assets.storage.home.files import LineProblem
+from replay_assets.storage.home.paths import glob_literal
+from replay_assets.storage.home.segment_files import STAGED_SCHEMA, Written
 from replay_assets.storage.landing import parallel, prefetch, rows, validation, workers
 from replay_assets.storage.landing.area import DeliveryFile, RawChunk
 from replay_assets.storage.landing.rows import Landed as Landed
-from replay_assets.storage.landing.source_records import RECORD_LINE_FACTOR, land_records
+from replay_assets.storage.landing.source_records import (
+    RECORD_LINE_FACTOR,
+    SOURCE_RECORDS_SCHEMA,
+    record_rows,
+)
 
 
 def landed_sha(con: duckdb.DuckDBPyConnection, batch_id: str) -> str | None:
@@ -132,8 +137,8 @@ class _Ready:
     """A chunk the workers prepared, to land: its Parquet files and what reading found."""
 
     problems: dict[int, LineProblem]
-    lines: list[segments.Written]
-    staged: list[segments.Written]
+    lines: list[Written]
+    staged: list[Written]
     cpu_seconds: float
 
     @property
@@ -238,14 +243,12 @@ def _land_rest(
     undecided = ((int(number), str(line)) for number, line in rest_lines if number not in done)
     slow_staged = rows.decide_rest(where, undecided, problems=problems, ctx=ctx, found=found)
     if slow_staged:
-        frame = pl.DataFrame(slow_staged, schema=segments.STAGED_SCHEMA)
-        insert_frame(
-            con, "staged_rows", frame.select(list(segments.STAGED_SCHEMA)).cast(segments.STAGED_SCHEMA)
-        )
+        frame = pl.DataFrame(slow_staged, schema=STAGED_SCHEMA)
+        insert_frame(con, "staged_rows", frame.select(list(STAGED_SCHEMA)).cast(STAGED_SCHEMA))
 
 
 _WHERE = ("batch_id", "source", "load_date", "source_file")  # a file's columns, bound as parameters
-_STAGED_COLUMNS = ", ".join(c for c in segments.STAGED_SCHEMA if c not in _WHERE)
+_STAGED_COLUMNS = ", ".join(c for c in STAGED_SCHEMA if c not in _WHERE)
 
 
 def _insert_staged(
@@ -277,3 +280,10 @@ def _insert_manifest(
             f"INSERT INTO landed_files ({', '.join(declared)}) VALUES ({', '.join('?' for _ in declared)})",
             list(declared.values()),
         )
+
+
+def land_records(
+    con: duckdb.DuckDBPyConnection, manifest: Manifest, records: DeliveryFile, line_bytes: int
+) -> None:
+    for chunk in record_rows(manifest, records, line_bytes):
+        insert_frame(con, "source_records", pl.DataFrame(chunk, schema=SOURCE_RECORDS_SCHEMA))

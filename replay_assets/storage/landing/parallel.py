@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from replay_assets.core.events import ValidationContext
-from replay_assets.storage.db.segments import Written
+from replay_assets.storage.home.segment_files import Written
 from replay_assets.storage.landing import workers
 from replay_assets.storage.landing.area import RawChunk
 from replay_assets.storage.landing.prepare import Prepared, job, prepare

@@ -6,8 +6,9 @@ against the manifest), and writes two Parquet files into a folder that process o
 ``lines.parquet`` (every non-blank line's number and the sha256 of its raw bytes; its text, or
 when the grammar certified it, how it was rendered) and ``staged.parquet`` (the staged event of
 each certified line, from ``certify.py``), as ``zstd``, durable, with their sha256: landing keeps
-them as the evidence itself (``segments.py``). Importing this module is cheap on purpose (no
-warehouse, no Dagster; DuckDB only in memory): it is what a worker process imports.
+them as the evidence itself (``home/segment_files.py``; DuckDB registers them, ``db/segments.py``).
+Importing this module is cheap on purpose (no warehouse, no Dagster; DuckDB only in memory): it
+is what a worker process imports.
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ from pathlib import Path
 import polars as pl
 
 from replay_assets.core.events import ValidationContext
-from replay_assets.storage.db.files import LineProblem
-from replay_assets.storage.db.segments import LINES_FILE_SCHEMA, STAGED_FILE_SCHEMA, Written, write
+from replay_assets.storage.home.files import LineProblem
+from replay_assets.storage.home.segment_files import LINES_FILE_SCHEMA, STAGED_FILE_SCHEMA, Written, write
 from replay_assets.storage.landing.certify import certify, sha256_hex
 
 LINES_FILE = "lines.parquet"

@@ -27,7 +27,7 @@ from replay_assets.core.events import (
     parse_event,
 )
 from replay_assets.core.manifest import Manifest
-from replay_assets.storage.db.files import LineProblem
+from replay_assets.storage.home.files import LineProblem
 from replay_assets.storage.landing.area import DeliveryFile
 
 STAGED_IMAGE = (*ORDER_IMAGE, *(c for c in CUSTOMER_IMAGE if c not in ORDER_IMAGE))

@@ -6,13 +6,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import duckdb
 import polars as pl
 
 from replay_assets.core import strict_json
 from replay_assets.core.events import canonical_json
 from replay_assets.core.manifest import Manifest
-from replay_assets.storage.db.warehouse import insert_frame
 from replay_assets.storage.landing.area import DeliveryFile, DeliveryMismatch
 
 SOURCE_RECORDS_SCHEMA = pl.Schema(
@@ -32,13 +30,6 @@ SOURCE_RECORDS_SCHEMA = pl.Schema(
 
 RECORD_LINE_FACTOR = 8  # a source record line may be this many times the event line limit
 SOURCE_RECORD_FIELDS = ("record", "line", "adapter", "reason", "evidence", "envelope")
-
-
-def land_records(
-    con: duckdb.DuckDBPyConnection, manifest: Manifest, records: DeliveryFile, line_bytes: int
-) -> None:
-    for rows in record_rows(manifest, records, line_bytes):
-        insert_frame(con, "source_records", pl.DataFrame(rows, schema=SOURCE_RECORDS_SCHEMA))
 
 
 def record_rows(manifest: Manifest, records: DeliveryFile, line_bytes: int) -> Iterator[list[dict[str, Any]]]:

@@ -21,7 +21,7 @@ from replay_assets.storage.apply.certified import (
     last_publication,
     pointer,
 )
-from replay_assets.storage.apply.snapshot_scan import Snapshot
+from replay_assets.storage.apply.row_checks import Snapshot
 from replay_assets.storage.db.warehouse import query_frame
 from replay_assets.storage.evidence.status import set_status
 from replay_assets.storage.publish import verdicts

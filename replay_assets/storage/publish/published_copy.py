@@ -19,9 +19,9 @@ import duckdb
 from replay_assets.core.events import canonical_json, sha256_text
 from replay_assets.storage.apply.certified import pointer
 from replay_assets.storage.apply.facts import pruned_through
-from replay_assets.storage.db.files import atomic_replace, atomic_write, temp_path
-from replay_assets.storage.db.home_files import read_own_file
-from replay_assets.storage.db.paths import glob_literal_sql
+from replay_assets.storage.home.files import atomic_replace, atomic_write, temp_path
+from replay_assets.storage.home.home_files import read_own_file
+from replay_assets.storage.home.paths import glob_literal_sql
 from replay_assets.storage.publish import published_state
 from replay_assets.storage.rules.published import AS_OF_HISTORY, ENTITIES
 

@@ -26,7 +26,7 @@ import duckdb
 from replay_assets.core.events import canonical_json, sha256_text
 from replay_assets.storage.apply import latest
 from replay_assets.storage.apply.certified import pointer
-from replay_assets.storage.db.files import atomic_replace, fsync_folder
+from replay_assets.storage.home.files import atomic_replace, fsync_folder
 from replay_assets.storage.rules.latest import LATEST
 from replay_assets.storage.rules.published import ENTITIES
 

@@ -15,8 +15,8 @@ from replay_assets.core.aggregate import Controls
 from replay_assets.core.gate import CheckOutcome, check_completeness, check_reconciliation, check_totals
 from replay_assets.core.state import Counts
 from replay_assets.core.status import PartitionStatus
-from replay_assets.storage.apply.snapshot_scan import Snapshot
-from replay_assets.storage.db.files import atomic_write
+from replay_assets.storage.apply.row_checks import Snapshot
+from replay_assets.storage.home.files import atomic_write
 from replay_assets.storage.rules.tables import RECON_COLUMNS
 
 

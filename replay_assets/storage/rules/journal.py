@@ -15,6 +15,20 @@ from replay_assets.core.status import CommitState
 COLUMNS = "operation_id, kind, asset, partition_key, intent_digest, state, version, result, target_sha256"
 UNFINISHED = ("operation_id", "kind", "partition_key", "state", "version", "updated_at")
 AUDIT = ("version", "from", "to", "actor", "note", "at")
+# Operations whose fence proves a commit but whose entry never reached COMPLETE, oldest first: the
+# columns of an ``Operation``, in its order.
+IN_DOUBT = """SELECT o.operation_id, o.intent_digest, o.kind, o.asset, o.partition_key, m.input_identity
+FROM operations o JOIN commit_markers m ON m.operation_id = o.operation_id
+WHERE o.state IN ('COMMITTING', 'TARGET_COMMITTED', 'COMMITTED_INCOMPLETE') ORDER BY o.created_at"""
+# Every operation that is not COMPLETE (``UNFINISHED`` columns), oldest move first.
+UNFINISHED_SQL = """SELECT operation_id, kind, partition_key, state, version, updated_at FROM operations
+WHERE state <> 'COMPLETE' ORDER BY updated_at"""
+# An operation's moves (``AUDIT`` columns), in version order.
+AUDIT_SQL = """SELECT version, from_state, to_state, actor, note, changed_at FROM operation_audit
+WHERE operation_id = $operation_id ORDER BY version"""
+# The operations an operator holds in COMMIT_UNKNOWN (``refuse_held``).
+HELD = """SELECT operation_id, kind, partition_key FROM operations WHERE state = 'COMMIT_UNKNOWN'
+ORDER BY operation_id"""
 
 
 @dataclass(frozen=True)

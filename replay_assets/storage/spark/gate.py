@@ -1,8 +1,8 @@
 """The gate of a load date on Delta, by change (the DuckDB adapter's ``state_digest.py``,
-``snapshot_scan.py`` and ``certify.py``; their docstrings state the rules): the state's multiset
+``row_checks.py`` and ``certify.py``; their docstrings state the rules): the state's multiset
 hash and controls from what the date wrote and replaced, the row checks over the rows it wrote,
 and certification. The decisions are the engine-neutral ones (``rules/digest.py``: ``base_of`` and
-``combine_by_change``, ``snapshot_scan.check_rows``, ``publish/verdicts.py``), so the two
+``combine_by_change``, ``row_checks.check_rows``, ``publish/verdicts.py``), so the two
 adapters certify alike; the content hash is byte for byte DuckDB's (each row's JSON rendered as
 DuckDB's ``to_json`` does, nulls included, which Sail's ``to_json`` drops)."""
 
@@ -20,7 +20,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from replay_assets.core.aggregate import Controls
 from replay_assets.core.gate import CheckOutcome
 from replay_assets.core.state import Counts
-from replay_assets.storage.apply.snapshot_scan import RowChecks, Snapshot, check_rows
+from replay_assets.storage.apply.row_checks import RowChecks, Snapshot, check_rows
 from replay_assets.storage.publish import verdicts
 from replay_assets.storage.rules.digest import (
     ENTITIES,
@@ -309,7 +309,7 @@ def checked_in_engine(steps: GateSteps, day: str) -> RowChecks:
 
 
 def engine_row_checks(written: dict[str, DataFrame]) -> RowChecks:
-    """``snapshot_scan.check_rows`` over the engine's rows of each of ``ENTITIES``, run by one
+    """``row_checks.check_rows`` over the engine's rows of each of ``ENTITIES``, run by one
     engine task (``row_checks_task.py``): only the verdicts come to this process."""
     tables, frames = [], []
     for index, entity in enumerate(ENTITIES):

@@ -19,10 +19,10 @@ from pyspark.sql import functions as F
 from replay_assets.core.status import CommitState
 from replay_assets.storage.rules import journal
 from replay_assets.storage.rules.journal import COLUMNS, Entry, Operation
+from replay_assets.storage.spark.dialect import over_tables
 from replay_assets.storage.spark.unit import UnitBase
 
 S = CommitState
-_IN_DOUBT = (S.COMMITTING.value, S.TARGET_COMMITTED.value, S.COMMITTED_INCOMPLETE.value)
 
 
 class JournalOps(UnitBase):
@@ -102,8 +102,7 @@ class JournalOps(UnitBase):
         return self.reload_entry(entry.operation_id)
 
     def require_no_hold(self) -> None:
-        held = self.frame("operations").where(F.col("state") == F.lit(S.COMMIT_UNKNOWN.value))
-        rows = self.rows(held.select("operation_id", "kind", "partition_key").orderBy("operation_id"))
+        rows = self.rows(self.sql(over_tables(journal.HELD)))
         journal.refuse_held([(r["operation_id"], r["kind"], r["partition_key"]) for r in rows])
 
     def fence_committed(self, operation_id: str) -> bool:
@@ -121,38 +120,17 @@ class JournalOps(UnitBase):
         self.append("commit_markers", [row])
 
     def committed_in_doubt(self) -> list[Operation]:
-        operations = self.frame("operations").where(F.col("state").isin(*_IN_DOUBT))
-        joined = operations.join(
-            self.frame("commit_markers").select("operation_id", "input_identity"), "operation_id"
-        )
-        rows = self.rows(
-            joined.orderBy("created_at").select(
-                ["operation_id", "intent_digest", "kind", "asset", "partition_key", "input_identity"]
-            )
-        )
-        return [
-            Operation(
-                r["operation_id"],
-                r["intent_digest"],
-                kind=r["kind"],
-                asset=r["asset"],
-                partition_key=r["partition_key"],
-                input_identity=r["input_identity"],
-            )
-            for r in rows
-        ]
+        return [Operation(**row) for row in self.rows(self.sql(over_tables(journal.IN_DOUBT)))]
 
     def unfinished_operations(self) -> list[dict[str, Any]]:
-        """Every operation that is not COMPLETE, oldest move first (as the DuckDB adapter's)."""
-        found = self.frame("operations").where(F.col("state") != F.lit(S.COMPLETE.value))
-        return self.rows(found.select(*journal.UNFINISHED).orderBy("updated_at"))
+        """Every operation that is not COMPLETE, oldest move first (the shared statement)."""
+        rows = self.rows(self.sql(over_tables(journal.UNFINISHED_SQL)))
+        return [dict(zip(journal.UNFINISHED, r.values(), strict=True)) for r in rows]
 
     def operation_audit(self, operation_id: str) -> list[dict[str, Any]]:
-        """The operation's moves, in version order (as the DuckDB adapter's)."""
-        found = self.frame("operation_audit").where(F.col("operation_id") == F.lit(operation_id))
-        columns = ("version", "from_state", "to_state", "actor", "note", "changed_at")
-        moves = found.select(*(F.col(c).alias(a) for c, a in zip(columns, journal.AUDIT, strict=True)))
-        return self.rows(moves.orderBy("version"))
+        """The operation's moves, in version order (the shared statement)."""
+        rows = self.rows(self.sql(over_tables(journal.AUDIT_SQL), operation_id=operation_id))
+        return [dict(zip(journal.AUDIT, r.values(), strict=True)) for r in rows]
 
     def _audit(
         self,

@@ -30,7 +30,7 @@ from pyspark.sql.pandas.types import from_arrow_schema, from_arrow_type
 from replay_assets.core.events import ValidationContext
 from replay_assets.core.manifest import Manifest
 from replay_assets.core.receipts import LandedCounts
-from replay_assets.storage.landing import counts, rows
+from replay_assets.storage.landing import rows
 from replay_assets.storage.landing.area import DeliveryFile, DeliveryMismatch
 from replay_assets.storage.landing.rows import Landed
 from replay_assets.storage.landing.source_records import (
@@ -38,8 +38,10 @@ from replay_assets.storage.landing.source_records import (
     SOURCE_RECORDS_SCHEMA,
     record_rows,
 )
+from replay_assets.storage.rules.landing import LANDED_COUNTS_SQL, counts_of
+from replay_assets.storage.rules.landing import parameters as counts_parameters
 from replay_assets.storage.spark import landing_task, schema
-from replay_assets.storage.spark.dialect import render
+from replay_assets.storage.spark.dialect import over_tables
 from replay_assets.storage.spark.unit import UnitBase
 
 # the table each kind of the tasks' rows lands in
@@ -109,12 +111,12 @@ class LandingOps(UnitBase):
         )
 
     def landed_counts(self, load_date: str) -> LandedCounts:
-        """The DuckDB adapter's statement (``storage/landing/counts.py``) over this unit's Delta
-        tables; only the counts come back."""
-        params = counts.parameters(load_date)
-        found = self.rows(self.sql(render(counts.LANDED_COUNTS_SQL, params), **params))
+        """The shared statement (``rules/landing.py``) over this unit's Delta tables; only the
+        counts come back."""
+        params = counts_parameters(load_date)
+        found = self.rows(self.sql(over_tables(LANDED_COUNTS_SQL), **params))
         pruned = self.frame("pruned_load_dates").where(F.col("load_date") == F.lit(load_date))
-        return counts.counts_of(load_date, found, pruned=bool(pruned.limit(1).collect()))
+        return counts_of(load_date, found, pruned=bool(pruned.limit(1).collect()))
 
 
 def _land_files(spark: SparkSession, files: Sequence[DeliveryFile], ctx: ValidationContext) -> DataFrame:

@@ -25,7 +25,7 @@ import pyarrow as pa
 
 from replay_assets.core.events import ValidationContext
 from replay_assets.core.manifest import ManifestFile
-from replay_assets.storage.db.segments import STAGED_FILE_SCHEMA
+from replay_assets.storage.home.segment_files import STAGED_FILE_SCHEMA
 from replay_assets.storage.landing import prepare, rows
 from replay_assets.storage.landing.area import DeliveryFile, DeliveryMismatch
 

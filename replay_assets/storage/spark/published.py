@@ -21,7 +21,7 @@ from pyspark.sql import functions as F
 
 from replay_assets.core.aggregate import Controls
 from replay_assets.core.gate import CheckOutcome
-from replay_assets.storage.db.files import atomic_write
+from replay_assets.storage.home.files import atomic_write
 from replay_assets.storage.publish import procedure
 from replay_assets.storage.records import Operation
 from replay_assets.storage.rules import identities

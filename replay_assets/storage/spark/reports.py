@@ -1,8 +1,8 @@
 """What the Spark warehouse reports: the consumer tables (``current_orders`` and
 ``current_customers`` as of the certified pointer, ``daily_aggregates`` at each date's newest
 publication: the DuckDB migrations' views as frames), exports, status, reconciliation, costs and
-service levels (the DuckDB adapter's ``publish/exports.py``, ``evidence/costs.py`` and
-``evidence/attempts.py``), each computed by Spark SQL; only the answer comes back."""
+service levels (the shared statements of ``rules/evidence.py`` and ``rules/published.py``), each
+computed by Spark; only the answer comes back."""
 
 from __future__ import annotations
 
@@ -17,8 +17,9 @@ from replay_assets.core.config import SloPolicy
 from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.manifest import parse_instant
 from replay_assets.core.slo import Slo, evaluate
+from replay_assets.storage.rules.evidence import BATCH_COSTS, CONTRIBUTING, DAILY_SLOS, days_parameters
 from replay_assets.storage.rules.published import AS_OF, AS_OF_HISTORY, ENTITIES, RECONCILE_SQL, TABLES
-from replay_assets.storage.rules.render import Engine, render
+from replay_assets.storage.spark.dialect import over_tables
 from replay_assets.storage.spark.facts import FactsOps
 from replay_assets.storage.spark.frames import newest_per_key, to_polars
 
@@ -49,70 +50,6 @@ _AGGREGATES = (
     *("amount_minor", "cost_minor", "gross_profit_minor", "publication_version"),
     *("CAST(as_of_load_date AS DATE) AS as_of_load_date", "certified_at"),
 )
-BATCH_COSTS = """
-WITH landing AS (
-    SELECT batch_id, sum(bytes_read) AS bytes_read, sum(cpu_seconds) AS cpu, sum(wall_seconds) AS wall,
-           sum(rows_written) AS rows_written
-    FROM {costs} WHERE step = 'land' AND batch_id IS NOT NULL GROUP BY batch_id
-), applying AS (
-    SELECT partition_key AS load_date, max_by(cpu_seconds, recorded_at) AS cpu,
-           max_by(wall_seconds, recorded_at) AS wall
-    FROM {costs} WHERE step = 'apply' GROUP BY partition_key
-), batches AS (
-    SELECT load_date, batch_id, source_events, accepted, rejected, skipped_duplicate, skipped_stale, status,
-           source_events / nullif(sum(CASE WHEN status <> 'SKIPPED' THEN source_events END)
-               OVER (PARTITION BY load_date), 0) AS share
-    FROM {reconciliation}
-)
-SELECT b.load_date, b.batch_id, b.status, b.source_events, b.accepted, b.rejected, b.skipped_duplicate,
-       b.skipped_stale, coalesce(l.bytes_read, 0) AS bytes_read,
-       round(coalesce(l.cpu, 0), 6) AS land_cpu_seconds, round(coalesce(l.wall, 0), 6) AS land_wall_seconds,
-       round(CASE WHEN b.status <> 'SKIPPED' THEN a.cpu * b.share END, 6) AS apply_cpu_seconds,
-       round(CASE WHEN b.status <> 'SKIPPED' THEN a.wall * b.share END, 6) AS apply_wall_seconds,
-       coalesce(l.rows_written, 0) + b.accepted AS rows_written,
-       'share of its load date by source events' AS apply_basis
-FROM batches b LEFT JOIN landing l ON l.batch_id = b.batch_id
-LEFT JOIN applying a ON a.load_date = b.load_date
-ORDER BY b.load_date, b.batch_id"""
-# the inputs of load dates that count (``attempts.CONTRIBUTING``)
-CONTRIBUTING = """
-    SELECT max(m.ready_at) AS ready_at, coalesce(sum(m.source_events), 0) AS declared,
-           coalesce(sum(CASE WHEN r.status <> 'SKIPPED' THEN m.source_events END), 0) AS landed
-    FROM {manifests} m JOIN {reconciliation} r ON r.batch_id = m.batch_id
-    WHERE m.load_date = :day AND r.status <> 'BLOCKED'"""
-# ``attempts.DAILY_SLOS`` with its correlated subqueries as joins
-DAILY_SLOS = """
-WITH fed AS (
-    SELECT q.business_date, q.load_date, q.released_at
-    FROM {restatement_queue} q LEFT SEMI JOIN {load_dates} d ON d.load_date = q.load_date
-    WHERE __DAYS__
-), newest AS (
-    SELECT business_date, max(load_date) AS load_date FROM fed GROUP BY business_date
-), certified AS (
-    SELECT f.business_date, n.load_date, bool_and(f.released_at IS NOT NULL) AS released,
-           max(f.released_at) AS certified_at
-    FROM fed f JOIN newest n ON f.business_date = n.business_date AND f.load_date = n.load_date
-    GROUP BY f.business_date, n.load_date
-), inputs AS (
-    SELECT f.business_date, max(m.ready_at) AS ready_at, coalesce(sum(m.source_events), 0) AS declared,
-           coalesce(sum(CASE WHEN r.status <> 'SKIPPED' THEN m.source_events END), 0) AS landed
-    FROM (SELECT DISTINCT business_date, load_date FROM fed) f
-    JOIN {manifests} m ON m.load_date = f.load_date JOIN {reconciliation} r ON r.batch_id = m.batch_id
-    WHERE r.status <> 'BLOCKED'
-    GROUP BY f.business_date
-), runs AS (
-    SELECT c.business_date, max_by(p.run_id, p.version) AS run_id
-    FROM certified c JOIN {publications} p
-      ON p.asset = 'current_orders' AND p.partition_key = c.load_date AND p.certified_at <= c.certified_at
-    GROUP BY c.business_date
-), starts AS (
-    SELECT run_id, min(recorded_at) AS started FROM {step_attempts} GROUP BY run_id
-)
-SELECT c.business_date, c.load_date, c.certified_at, i.ready_at, i.declared, i.landed, s.started
-FROM certified c JOIN inputs i ON i.business_date = c.business_date
-LEFT JOIN runs u ON u.business_date = c.business_date LEFT JOIN starts s ON s.run_id = u.run_id
-WHERE c.released
-ORDER BY c.business_date"""
 
 
 class ReportOps(FactsOps):
@@ -169,11 +106,10 @@ class ReportOps(FactsOps):
         }
 
     def batch_costs(self) -> list[dict[str, object]]:
-        return self.rows(self.sql(BATCH_COSTS))
+        return self.rows(self.sql(over_tables(BATCH_COSTS)))
 
     def reconciliation_report(self) -> list[dict[str, Any]]:
-        rendered = render(RECONCILE_SQL, Engine.SPARK)
-        return self.rows(self.sql(rendered.replace("FROM reconciliation", "FROM {reconciliation}")))
+        return self.rows(self.sql(over_tables(RECONCILE_SQL)))
 
     def check_segments(self) -> tuple[int, list[dict[str, object]]]:
         """None to check: the Spark adapter lands every row into its Delta tables."""
@@ -209,7 +145,7 @@ class ReportOps(FactsOps):
         published = self.rows(first.orderBy("version").limit(1))
         if not published:
             return None
-        inputs = self.rows(self.sql(CONTRIBUTING, day=load_date))[0]
+        inputs = self.rows(self.sql(over_tables(CONTRIBUTING), day=load_date))[0]
         if inputs["ready_at"] is None:
             return None
         attempts = self.frame("step_attempts").where(F.col("run_id") == F.lit(published[0]["run_id"]))
@@ -228,10 +164,9 @@ class ReportOps(FactsOps):
         self, policy: SloPolicy, business_dates: list[str] | None = None
     ) -> dict[str, tuple[Slo, str]]:
         """Per certified business date: its service levels and the load date that last fed it."""
-        days = "true" if business_dates is None else "array_contains(:days, q.business_date)"
-        args = {} if business_dates is None else {"days": list(business_dates)}
         out = {}
-        for r in self.rows(self.sql(DAILY_SLOS.replace("__DAYS__", days), **args)):
+        found = self.sql(over_tables(DAILY_SLOS), **days_parameters(business_dates))
+        for r in self.rows(found):
             slo = evaluate(
                 policy,
                 str(r["load_date"]),

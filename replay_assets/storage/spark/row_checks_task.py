@@ -1,7 +1,7 @@
 """The row-level gate over the rows a load date wrote, run inside the engine: the function of one
 ``mapInArrow`` task (in Sail's server process, or on a Spark executor), so the rows never come to
 the client; only the verdicts do, pickled. The checks are the shared ones
-(``storage/apply/snapshot_scan.check_rows``), fed each table's rows in key order, as the client
+(``storage/apply/row_checks.check_rows``), fed each table's rows in key order, as the client
 fed them before. This module imports no Spark: it is what the engine's Python imports.
 """
 
@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator, Sequence
 import polars as pl
 import pyarrow as pa
 
-from replay_assets.storage.apply.snapshot_scan import check_rows
+from replay_assets.storage.apply.row_checks import check_rows
 
 TAG = "_table"  # which table of ``tables`` a row is of, by index
 OUT = pa.schema([("verdicts", pa.binary())])

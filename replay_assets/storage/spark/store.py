@@ -21,7 +21,7 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pyspark.sql import SparkSession
 
 from replay_assets.storage import unit as ports
-from replay_assets.storage.db.clock import real_now
+from replay_assets.storage.home.clock import real_now
 from replay_assets.storage.spark import schema
 from replay_assets.storage.spark.landing import LandingOps
 from replay_assets.storage.spark.published import PublishedOps

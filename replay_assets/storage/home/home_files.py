@@ -1,5 +1,5 @@
 """The files the project keeps in its home and reads back (``in_progress.json``, ``clock.json``),
-read by the rules of deliveries (``storage/db/files.py``): a regular file directly
+read by the rules of deliveries (``storage/home/files.py``): a regular file directly
 in the home, opened non-blocking and never through a symlink (a FIFO cannot hang a command that
 holds the home's locks), and bounded before it is buffered. Anything else is refused with
 REPLAY_HOME_FILE_REFUSED naming the file and the rule: the project owns these names, so a
@@ -14,8 +14,8 @@ from pathlib import Path
 
 from replay_assets.core.config import CONFIG_FILE
 from replay_assets.core.errors import ErrorCode, ReplayError
-from replay_assets.storage.db import files
-from replay_assets.storage.db.files import atomic_replace
+from replay_assets.storage.home import files
+from replay_assets.storage.home.files import atomic_replace
 
 OWN_FILE_BYTES = 64 << 10  # the project's own notes are a few hundred bytes
 # what makes a home not empty: the operator's settings, the warehouse, the landing area and the

@@ -16,7 +16,7 @@ import os
 import time
 from pathlib import Path
 
-from replay_assets.storage.db.home_files import open_lock, read_own_file, write_own_file
+from replay_assets.storage.home.home_files import open_lock, read_own_file, write_own_file
 
 STATE_FILE = "clock.json"
 MAX_ELAPSED_SECONDS = 100 * 365 * 86400.0  # beyond, a damaged clock (not a timeline) to start again

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from replay_assets.core.errors import ReplayError
-from replay_assets.storage.db.home_files import read_own_file, write_own_file
+from replay_assets.storage.home.home_files import read_own_file, write_own_file
 
 FILE = "in_progress.json"
 OWNER_KEYS = ("pid", "owner", "note_id")
