@@ -159,7 +159,8 @@ def check_reconciliation(batches: pl.DataFrame) -> CheckOutcome:
 
 
 def check_totals(candidate: Controls, recomputed: Controls) -> CheckOutcome:
-    """The candidate's controls equal an independent recomputation from history."""
+    """The candidate's controls equal an independent recomputation (another statement, or another
+    path to the state)."""
     names = ("active_lines", "distinct_orders", "units", "amount_minor", "cost_minor", "gross_profit_minor")
     diff = [n for n, a, b in zip(names, candidate.as_tuple(), recomputed.as_tuple(), strict=True) if a != b]
     meta: dict[str, str | int] = {

@@ -1,6 +1,7 @@
 """The Spark adapter's daily aggregates (``storage/spark/aggregates.py``) equal the core's oracle
 ``aggregate_images`` on generated order lines, on a real Sail server; and the DuckDB adapter's
-statement, which the Spark one renders, equals it too on the same cases."""
+statement, which the Spark one renders, equals it too on the same cases. So does the gate's
+recomputation, the order-by-order statement, on both engines."""
 
 from __future__ import annotations
 
@@ -9,12 +10,13 @@ from typing import Any
 
 import duckdb
 import polars as pl
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 
 from replay_assets.core.aggregate import AGGREGATE_COLUMNS, aggregate_images
-from replay_assets.storage.rules.aggregates import SQL_AGGREGATES
+from replay_assets.storage.rules.aggregates import SQL_AGGREGATES, SQL_AGGREGATES_BY_ORDER
 from replay_assets.storage.spark.aggregates import daily_aggregates
 from replay_assets.storage.spark.frames import to_polars, to_spark
 
@@ -58,26 +60,29 @@ def as_rows(frame: pl.DataFrame) -> list[dict[str, Any]]:
     return [{c: row[c] for c in AGGREGATE_COLUMNS} for row in frame.iter_rows(named=True)]
 
 
+@pytest.mark.parametrize("by_order", [False, True], ids=["by_line", "by_order"])
 @settings(max_examples=40, deadline=None)
-@given(cases)
+@given(case=cases)
 def test_spark_daily_aggregates_equal_the_oracle(
-    spark: SparkSession, case: tuple[list[dict[str, Any]], list[str]]
+    spark: SparkSession, by_order: bool, case: tuple[list[dict[str, Any]], list[str]]
 ) -> None:
     lines, dates = case
     to_spark(spark, pl.DataFrame(lines, schema=LINE_SCHEMA)).createOrReplaceTempView("_state")
-    assert as_rows(to_polars(daily_aggregates(spark, "_state", dates))) == oracle(lines, dates)
+    found = daily_aggregates(spark, "_state", dates, by_order=by_order)
+    assert as_rows(to_polars(found)) == oracle(lines, dates)
 
 
+@pytest.mark.parametrize("statement", [SQL_AGGREGATES, SQL_AGGREGATES_BY_ORDER], ids=["by_line", "by_order"])
 @settings(max_examples=40, deadline=None)
-@given(cases)
+@given(case=cases)
 def test_the_shared_statement_on_duckdb_equals_the_oracle(
-    case: tuple[list[dict[str, Any]], list[str]],
+    statement: str, case: tuple[list[dict[str, Any]], list[str]]
 ) -> None:
     lines, dates = case
     con = duckdb.connect()
     try:
         con.register("_state", pl.DataFrame(lines, schema=LINE_SCHEMA))
-        found = con.sql(SQL_AGGREGATES.format(state="_state"), params={"dates": dates}).pl()
+        found = con.sql(statement.format(state="_state"), params={"dates": dates}).pl()
     finally:
         con.close()
     assert as_rows(found) == oracle(lines, dates)

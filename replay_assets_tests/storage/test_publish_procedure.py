@@ -8,8 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import polars as pl
 import pytest
 
+from replay_assets.core.gate import Check
+from replay_assets.storage.duckdb_adapter.publish_steps import DuckDBCandidateSteps, DuckDBPublishSteps
+from replay_assets.storage.duckdb_adapter.unit import DuckDBWriter
 from replay_assets.storage.landing.deliveries import write_delivery
 from replay_assets.storage.publish.procedure import Published, Verdict, aggregates_verdict, publish_aggregates
 from replay_assets.storage.rules.published import PUBLISHED
@@ -72,3 +76,38 @@ def test_publishing_several_dates_on_delta_commits_each_table_once(
     assert {t: after[t] - before[t] for t in WRITTEN} == dict.fromkeys(WRITTEN, 1)
     # the publication changed the aggregates and their evidence, not the current state
     assert refreshed == [f"published/{t}" for t in ("daily_aggregates", "partition_status", "publications")]
+
+
+class _MiscountingCandidates(DuckDBCandidateSteps):
+    """The candidate step with one unit too many on its first row: an aggregation defect the
+    gate's recomputation, another statement over the same state, must catch."""
+
+    def candidate_aggregates(self, dates: list[str], *, as_of: str, from_latest: bool) -> pl.DataFrame:
+        found = super().candidate_aggregates(dates, as_of=as_of, from_latest=from_latest)
+        first = pl.int_range(pl.len()) == 0
+        return found.with_columns(pl.when(first).then(pl.col("units") + 1).otherwise(pl.col("units")))
+
+
+def test_a_miscounted_candidate_fails_the_totals_check_and_is_not_published(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """On the daily path the candidates and the recomputation read the same state (the latest
+    tables: no history scan); the recomputation is the order-by-order statement, held to the
+    oracle beside the candidates' in ``spark/test_spark_aggregates.py``. A candidate that
+    miscounts fails the check and is not published."""
+    lines = [_order(n, f"o{n}", store_id="s1", business_date="2026-01-01") for n in range(1, 4)]
+    pipeline = Pipeline(settings_for(tmp_path / "plan-home", "2026-01-10T12:00:00Z"))
+    write_delivery(pipeline.settings.landing, "erp", DAY, "B1", lines, ready_at=f"{DAY}T01:00:00Z")
+    plan = plan_for(decide(pipeline), DAY)
+    with open_store(request, "duckdb", tmp_path / "duckdb") as opened:
+        _land_all(opened, pipeline)
+        _applied(opened, plan, DAY)
+        with opened.store.transaction() as unit:
+            assert isinstance(unit, DuckDBWriter)
+            steps = DuckDBPublishSteps(unit.con)
+            assert steps.candidates.latest_holds_as_of(str(steps.candidates.certified_pointer()))
+            steps.candidates = _MiscountingCandidates(unit.con)
+            (published,) = publish_aggregates(steps, tmp_path, ["2026-01-01"], "run-1", NOW)
+    failed = [c for c in published.checks if not c.passed]
+    assert [c.check for c in failed] == [Check.TOTALS] and "units" in failed[0].summary
+    assert published.version is None and not published.certified

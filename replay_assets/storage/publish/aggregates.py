@@ -13,7 +13,7 @@ from replay_assets.storage.apply.certified import last_publication
 from replay_assets.storage.db.warehouse import insert_frame, query_frame
 from replay_assets.storage.publish import certify
 from replay_assets.storage.publish.steps import Candidate
-from replay_assets.storage.rules.aggregates import SQL_AGGREGATES, candidate_aggregates
+from replay_assets.storage.rules.aggregates import SQL_AGGREGATES_BY_ORDER, candidate_aggregates
 
 
 def candidates(
@@ -29,10 +29,11 @@ def candidates(
 def recomputed(
     con: duckdb.DuckDBPyConnection, dates: list[str], *, as_of: str, from_latest: bool
 ) -> pl.DataFrame:
-    """The aggregates of ``dates`` by SQL over the whole state as of ``as_of`` (the history macro,
-    another path to that state than the candidates' lines of those dates)."""
+    """The aggregates of ``dates`` recomputed order by order (``SQL_AGGREGATES_BY_ORDER``, another
+    statement than the candidates') over the state as of ``as_of``: the latest tables, or else the
+    whole state by the history macro (another path to it than the candidates' lines of those dates)."""
     state, params = ("order_latest", {}) if from_latest else ("orders_as_of($as_of)", {"as_of": as_of})
-    return query_frame(con, SQL_AGGREGATES.format(state=state), {**params, "dates": dates})
+    return query_frame(con, SQL_AGGREGATES_BY_ORDER.format(state=state), {**params, "dates": dates})
 
 
 def insert_versions(con: duckdb.DuckDBPyConnection, versions: pl.DataFrame) -> None:

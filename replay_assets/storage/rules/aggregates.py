@@ -13,6 +13,20 @@ SQL_AGGREGATES = """
     FROM {state} WHERE status = 'active' AND array_contains($dates, CAST(business_date AS STRING))
     GROUP BY store_id, CAST(business_date AS STRING) ORDER BY store_id, business_date"""
 
+# The same aggregates by another path, for the gate's recomputation: each order's lines of a
+# store and date summed first, then the orders. Its grouping and counting differ from the
+# line-by-line statement's, so the two agree only when both are right (the candidates and the
+# recomputation read the same state: no history scan on the daily path).
+SQL_AGGREGATES_BY_ORDER = """
+    SELECT store_id, business_date, count(*) AS order_count, sum(lines) AS line_count,
+           sum(units) AS units, sum(amount) AS amount_minor, sum(cost) AS cost_minor,
+           sum(amount) - sum(cost) AS gross_profit_minor
+    FROM (SELECT order_id, store_id, CAST(business_date AS STRING) AS business_date, count(*) AS lines,
+                 sum(quantity) AS units, sum(amount_minor) AS amount, sum(cost_minor) AS cost
+          FROM {state} WHERE status = 'active' AND array_contains($dates, CAST(business_date AS STRING))
+          GROUP BY order_id, store_id, CAST(business_date AS STRING)) orders
+    GROUP BY store_id, business_date ORDER BY store_id, business_date"""
+
 # the order lines whose state as of $as_of may be on one of $dates, each key's newest row of
 # ``{history}`` up to $as_of: only keys with some row on those dates can be (the state's own row
 # is one), so the window ranks just those keys. Sail parses no QUALIFY: a ranked subquery.

@@ -6,13 +6,17 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame, SparkSession
 
-from replay_assets.storage.rules.aggregates import SQL_AGGREGATES
+from replay_assets.storage.rules.aggregates import SQL_AGGREGATES, SQL_AGGREGATES_BY_ORDER
 from replay_assets.storage.rules.render import Engine, render
 
 
-def daily_aggregates(spark: SparkSession, state: str, dates: list[str]) -> DataFrame:
+def daily_aggregates(
+    spark: SparkSession, state: str, dates: list[str], *, by_order: bool = False
+) -> DataFrame:
     """The aggregate rows of ``dates`` (ISO business dates) over the order lines of the session's
-    view ``state`` (one row per key, the current-state columns), ordered by store and date."""
+    view ``state`` (one row per key, the current-state columns), ordered by store and date;
+    ``by_order``: by the gate's recomputation statement (``SQL_AGGREGATES_BY_ORDER``)."""
     if not state.isidentifier():
         raise ValueError(f"not a view name: {state[:64]!r}")
-    return spark.sql(render(SQL_AGGREGATES.format(state=state), Engine.SPARK), args={"dates": dates})
+    statement = SQL_AGGREGATES_BY_ORDER if by_order else SQL_AGGREGATES
+    return spark.sql(render(statement.format(state=state), Engine.SPARK), args={"dates": dates})

@@ -40,7 +40,7 @@ class SparkPublishSteps(GateSteps):
         state = self._table("order_latest") if from_latest else newest
         state.createOrReplaceTempView("_aggregated_state")
         try:
-            return to_polars(daily_aggregates(self.spark, "_aggregated_state", dates))
+            return to_polars(daily_aggregates(self.spark, "_aggregated_state", dates, by_order=True))
         finally:
             self.spark.catalog.dropTempView("_aggregated_state")
 
