@@ -80,7 +80,8 @@ class WriteSteps(LatestSteps):
             .union(self._sql(registry.replace("{key}", "source_seq"), day=load_date))
             .distinct(),  # SQL's UNION, as DuckDB's stage has it: a row matched both ways once
         )
-        self._keep("_fold", fold(self.spark))
+        # a view, not kept: it reads only the kept views above, and ``_folded`` is its one reader
+        fold(self.spark).createOrReplaceTempView("_fold")
         self._keep(
             "_folded",
             self.spark.sql(
