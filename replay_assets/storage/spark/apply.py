@@ -1,9 +1,9 @@
 """Applying a load date on Delta: the Spark adapter's steps (``storage/apply/steps.py``) that stage
 the fold and write what it decided. Each step is the DuckDB step's statement (``storage/apply``)
 in Spark SQL over the unit's tables at its head, with the same rule (its DuckDB docstring says
-which). The fold's staging is materialised (collected through Arrow and handed back as a local
-frame): a Spark Connect plan is analysed again at every action, so a view over the tables would
-otherwise change under the steps that write them.
+which). The fold's staging is kept in scratch Delta tables the engine writes and reads back
+(``UnitBase.kept``; no row comes to this process): a Spark Connect plan is analysed again at every
+action, so a view over the tables would otherwise change under the steps that write them.
 
 The latest tables' steps are in ``latest.py``, the gate's in ``gate.py``; ``SparkApplySteps``
 is all of them.
