@@ -77,6 +77,27 @@ def test_statements_and_overwrites_count_as_the_writers_commits(spark: SparkSess
     assert rows(store, "totals") == [(6, "keys")]
 
 
+def test_an_append_counts_its_rows_and_only_its_own_commit(spark: SparkSession, tmp_path: Path) -> None:
+    store = DeltaTables(spark, str(tmp_path))
+    put(store, "op-1", a=[(1, "x")])
+    writer = begin(store, "op-2", "a", "b")
+    three = spark.createDataFrame([(2, "y"), (3, "z"), (4, "w")], ROW)
+    assert writer.appended("a", three) == 3
+    assert writer.appended("a", three.where("k > 9")) == 0  # Sail commits nothing: none counted
+    assert writer.appended("b", spark.createDataFrame([(5, "v")], ROW)) == 1  # a new table
+    assert writer.fence(NOW).versions == {"a": 1, "b": 0}
+    assert rows(store, "a") == [(1, "x"), (2, "y"), (3, "z"), (4, "w")]
+    # an empty append after another writer's commit counts nothing: the fence still refuses
+    racing = begin(store, "op-3", "a")
+    intruder = store.begin("op-4", ("a",))
+    assert intruder is not None
+    intruder.append("a", spark.createDataFrame([(7, "i")], ROW))
+    assert racing.appended("a", three.where("k > 9")) == 0
+    with pytest.raises(ReplayError) as refused:
+        racing.fence(NOW)
+    assert refused.value.code is ErrorCode.WAREHOUSE_BUSY
+
+
 def test_an_unfenced_operation_is_never_read_and_the_next_writer_removes_it(
     spark: SparkSession, tmp_path: Path
 ) -> None:

@@ -1,9 +1,9 @@
 """Applying a load date on Delta: the Spark adapter's steps (``storage/apply/steps.py``) that stage
 the fold and write what it decided. Each step is the DuckDB step's statement (``storage/apply``)
 in Spark SQL over the unit's tables at its head, with the same rule (its DuckDB docstring says
-which). The fold's staging is materialised (collected through Arrow and handed back as a local
-frame): a Spark Connect plan is analysed again at every action, so a view over the tables would
-otherwise change under the steps that write them.
+which). The fold's staging is kept in scratch Delta tables the engine writes and reads back
+(``UnitBase.kept``; no row comes to this process): a Spark Connect plan is analysed again at every
+action, so a view over the tables would otherwise change under the steps that write them.
 
 The latest tables' steps are in ``latest.py``, the gate's in ``gate.py``; ``SparkApplySteps``
 is all of them.
@@ -80,7 +80,8 @@ class WriteSteps(LatestSteps):
             .union(self._sql(registry.replace("{key}", "source_seq"), day=load_date))
             .distinct(),  # SQL's UNION, as DuckDB's stage has it: a row matched both ways once
         )
-        self._keep("_fold", fold(self.spark))
+        # a view, not kept: it reads only the kept views above, and ``_folded`` is its one reader
+        fold(self.spark).createOrReplaceTempView("_fold")
         self._keep(
             "_folded",
             self.spark.sql(

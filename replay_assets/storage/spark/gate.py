@@ -13,6 +13,7 @@ import pickle
 from collections.abc import Sequence
 from functools import partial
 
+import pyarrow as pa
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
@@ -30,7 +31,7 @@ from replay_assets.storage.rules.digest import (
     combine_by_change,
     target_digest_of,
 )
-from replay_assets.storage.spark import row_checks_task
+from replay_assets.storage.spark import row_checks_task, schema
 from replay_assets.storage.spark.facts import POINTER
 from replay_assets.storage.spark.frames import newest_per_key
 from replay_assets.storage.spark.row_checks_task import TAG
@@ -250,8 +251,8 @@ class GateSteps(StepBase):
     def _sums(self, rows: DataFrame, entity: str) -> tuple[int, ...]:
         """Row count and the exact sum of each 64-bit limb of each row's sha256 (DuckDB's
         ``to_json`` of the hashed columns, nulls as ``null``)."""
-        columns = ENTITIES[entity][1]
-        hashed = rows.select(F.sha2(_json(columns), 256).alias("h"))
+        table, columns, _key = ENTITIES[entity]
+        hashed = rows.select(F.sha2(_json(columns, schema.schemas()[table]), 256).alias("h"))
         limbs = [_limb(i).alias(f"l{i}") for i in range(LIMBS)]
         totals = hashed.select(limbs).agg(
             F.count(F.lit(1)).alias("n"), *(F.sum(f"l{i}").alias(f"l{i}") for i in range(LIMBS))
@@ -282,13 +283,20 @@ class GateSteps(StepBase):
         )
 
 
-def _json(columns: Sequence[str]) -> Column:
+def _json(columns: Sequence[str], types: pa.Schema | None = None) -> Column:
     """Each row as DuckDB's ``to_json`` of a struct of ``columns`` renders it: keys in order, no
-    spaces, strings escaped as JSON, nulls as ``null``."""
+    spaces, strings escaped as JSON, nulls as ``null``. With the columns' ``types``, an integer
+    is its decimal text and a string Sail's ``to_json`` of it once (the same text, cheaper)."""
     parts: list[Column] = [F.lit("{")]
     for n, column in enumerate(columns):
+        kind = types.field(column).type if types is not None else None
         wrapped = f"to_json(named_struct('v', `{column}`))"  # {"v":<value>}
-        value = F.expr(f"substr({wrapped}, 6, length({wrapped}) - 6)")
+        if kind is not None and pa.types.is_integer(kind):
+            value = F.col(column).cast("string")
+        elif kind is not None and pa.types.is_string(kind):  # "...", closed by a quote: one brace to drop
+            value = F.rtrim(F.substring(F.expr(wrapped), 6, 2**31 - 1), F.lit("}"))
+        else:
+            value = F.expr(f"substr({wrapped}, 6, length({wrapped}) - 6)")
         parts.append(F.lit(("," if n else "") + f'"{column}":'))
         parts.append(F.when(F.col(column).isNull(), F.lit("null")).otherwise(value))
     parts.append(F.lit("}"))

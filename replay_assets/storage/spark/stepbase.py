@@ -66,13 +66,10 @@ class StepBase:
 
 
 def append_from_engine(unit: FactsOps, table: str, rows: DataFrame) -> int:
-    """Append the engine's ``rows`` to ``table`` as one commit, none for no row (Sail commits
-    nothing for an empty append, and the fence counts commits): the rows never come to this
-    process, only their number. Returns it."""
-    count = int(rows.count())
-    if count:
-        unit.writing().append(table, cast_to(table, rows))
-    return count
+    """Append the engine's ``rows`` to ``table`` as one commit, none for no row: the rows never
+    come to this process, and the engine computes them once (their number comes from the
+    commit's log entry). Returns it."""
+    return unit.writing().appended(table, cast_to(table, rows))
 
 
 def cast_to(table: str, rows: DataFrame) -> DataFrame:

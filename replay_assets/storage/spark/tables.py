@@ -34,6 +34,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
+from typing import Any
 
 from pyarrow import fs as pafs
 from pyspark.errors import PySparkException
@@ -56,9 +57,27 @@ _CONFLICT = re.compile(r"Failed to commit transaction|Concurrent\w*Exception")
 _NO_CHECKPOINTS = {"delta.checkpointInterval": str(2**31 - 1)}
 
 
-def _save(frame: DataFrame, uri: str, mode: str) -> None:
-    """One Delta commit of ``frame`` to ``uri`` (``append`` or ``overwrite``)."""
-    frame.write.format("delta").options(**_NO_CHECKPOINTS).mode(mode).save(uri)
+def _save(frame: DataFrame, uri: str, mode: str, tag: str | None = None) -> None:
+    """One Delta commit of ``frame`` to ``uri`` (``append`` or ``overwrite``), its log entry
+    carrying ``tag`` as its ``userMetadata`` when given."""
+    tagged = {"userMetadata": tag} if tag else {}
+    frame.write.format("delta").options(**_NO_CHECKPOINTS, **tagged).mode(mode).save(uri)
+
+
+def commit_info(uri: str, version: int) -> dict[str, Any] | None:
+    """The ``commitInfo`` of a Delta table's commit ``version``; ``None`` when there is none."""
+    filesystem, base = pafs.FileSystem.from_uri(uri)
+    try:
+        with filesystem.open_input_stream(f"{base}/_delta_log/{version:020d}.json") as stream:
+            lines = stream.read().decode().splitlines()
+    except FileNotFoundError:
+        return None
+    for line in lines:
+        action = json.loads(line) if line.strip() else {}
+        if "commitInfo" in action:
+            found: dict[str, Any] = action["commitInfo"]
+            return found
+    return None
 
 
 @contextmanager
@@ -209,6 +228,30 @@ class Writer:
         with _committing(table):
             _save(frame, self.tables.uri(table), "append")
         self._count(table)
+
+    def appended(self, table: str, frame: DataFrame) -> int:
+        """Append ``frame`` as at most one commit and return the rows it added, read from the
+        commit's log entry: the engine computes the frame once, and never sends a row here.
+        Sail commits nothing for no row, so the commit is tagged with this writer's attempt and
+        counted only when the version after the head is this tag's (another writer's commit in
+        between is not counted as this writer's; the fence refuses the operation either way)."""
+        self._writable(table)
+        uri = self.tables.uri(table)
+        before = latest_version(uri)
+        version = 0 if before is None else before + 1
+        tag = f"{self.attempt}/{table}/{version}"
+        with _committing(table):
+            _save(frame, uri, "append", tag)
+        info = commit_info(uri, version)
+        if info is None or info.get("userMetadata") != tag:
+            return 0
+        self._count(table)
+        rows = info.get("operationMetrics", {}).get("numOutputRows")
+        if rows is None:  # an engine that records no metrics: the versions' difference, counted
+            reader = self.tables.spark.read.format("delta")
+            earlier = reader.option("versionAsOf", before).load(uri).count() if before is not None else 0
+            return int(reader.option("versionAsOf", version).load(uri).count()) - int(earlier)
+        return int(rows)
 
     def overwrite(self, table: str, frame: DataFrame) -> None:
         self._writable(table)
