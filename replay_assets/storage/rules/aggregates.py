@@ -15,8 +15,8 @@ SQL_AGGREGATES = """
 
 # The same aggregates by another path, for the gate's recomputation: each order's lines of a
 # store and date summed first, then the orders. Its grouping and counting differ from the
-# line-by-line statement's, so the two agree only when both are right (the candidates and the
-# recomputation read the same state: no history scan on the daily path).
+# line-by-line statement's, so a defect in either shows as a difference (both share the filter
+# on status and dates, and read the same state: no history scan on the daily path).
 SQL_AGGREGATES_BY_ORDER = """
     SELECT store_id, business_date, count(*) AS order_count, sum(lines) AS line_count,
            sum(units) AS units, sum(amount) AS amount_minor, sum(cost) AS cost_minor,

@@ -21,7 +21,7 @@ from pyspark.sql import functions as F
 
 from replay_assets.core.aggregate import Controls
 from replay_assets.core.gate import CheckOutcome
-from replay_assets.storage.home.files import atomic_write
+from replay_assets.storage.home.home_files import read_own_file, write_own_file
 from replay_assets.storage.publish import procedure
 from replay_assets.storage.records import Operation
 from replay_assets.storage.rules import identities
@@ -169,8 +169,8 @@ class PublishedOps(ReportOps, ApplyOps, JournalOps):
         it was last written (idempotent): a publication rewrites the aggregates, not the current
         state it did not change. Refuses while an operator holds an operation."""
         self.require_no_hold()
-        record = home / _EXPORTED
-        held = json.loads(record.read_text()) if record.exists() else {}
+        found = read_own_file(home, _EXPORTED)
+        held = json.loads(found) if found is not None else {}
         if held.get("warehouse") != self.tables.root:
             held = {}
         fences = {name: [self.snapshot.versions.get(t) for t in _SOURCES[name]] for name in sorted(PUBLISHED)}
@@ -183,7 +183,8 @@ class PublishedOps(ReportOps, ApplyOps, JournalOps):
             ).save(f"{self.tables.root}/published/{name}")
             written.append(f"published/{name}")
         if written:
-            atomic_write(record, json.dumps({"warehouse": self.tables.root, "tables": fences}).encode())
+            exported = {"warehouse": self.tables.root, "tables": fences}
+            write_own_file(home, _EXPORTED, json.dumps(exported).encode())
         return written
 
     def _newest_publications(self, asset: str) -> pl.DataFrame:
