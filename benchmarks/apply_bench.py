@@ -27,7 +27,7 @@ import duckdb
 from fold_bench import Timed, copy_of, warehouse_parser
 
 from replay_assets.storage.apply import latest, snapshot_scan, stage, state_digest, writes
-from replay_assets.storage.db.warehouse import MEMORY_LIMIT
+from replay_assets.storage.db.warehouse import memory_limit
 
 
 def _newest(con: duckdb.DuckDBPyConnection) -> tuple[str, list[str]]:
@@ -103,7 +103,7 @@ def apply_once(warehouse: Path, limit: str) -> tuple[Seconds, dict[str, float], 
 
 def main() -> int:
     parser = warehouse_parser(__doc__)
-    parser.add_argument("--limit", default=MEMORY_LIMIT, help="the DuckDB memory limit (the warehouse's)")
+    parser.add_argument("--limit", default=memory_limit(), help="DuckDB's memory limit")
     args = parser.parse_args()
     seconds, staging, counts = apply_once(args.warehouse, args.limit)
     print(f"{'step':<22} {'seconds':>8}")

@@ -35,7 +35,7 @@ import stream
 from replay_assets.core.events import ValidationContext
 from replay_assets.core.manifest import ManifestFile
 from replay_assets.storage.home import segment_files
-from replay_assets.storage.landing import certify, parallel
+from replay_assets.storage.landing import certify, grammar, parallel
 from replay_assets.storage.landing.area import DeliveryFile
 from replay_assets.storage.landing.prepare import LINES_FILE, STAGED_FILE, job, prepare
 
@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
             for _ in delivery.chunks(parallel.CHUNK_LINES):  # as landing reads a file
                 pass
 
-        matched = certify.matches(lines)
+        matched = grammar.matches(lines)
         events = certify.extract(ctx, matched)
         chunk = job(1, lines, {}, ctx=ctx, folder=scratch)
         out = folder / "out"
@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         parts: list[tuple[str, str, Callable[[], object]]] = [
             ("landing process", "read, sha256, split", read),
             ("landing process", "pickle a chunk to a worker", lambda: pickle.loads(pickle.dumps(chunk, 5))),
-            ("worker", "grammar match (polars regex)", lambda: certify.matches(lines)),
+            ("worker", "grammar match (polars regex)", lambda: grammar.matches(lines)),
             ("worker", "extract, check, texts (DuckDB)", lambda: certify.extract(ctx, matched)),
             ("worker", "content and image sha256", lambda: certify.hashed(events)),
             ("worker", "every line's sha256", lambda: frame.select(certify.sha256_hex("line"))),

@@ -8,6 +8,7 @@ import dagster as dg
 from replay_assets.core.config import Settings
 from replay_assets.core.lanes import CURRENT, LANE_TAG
 from replay_assets.defs.assets import build_assets, build_reverification_checks
+from replay_assets.defs.catch_up import CATCH_UP_JOB
 from replay_assets.defs.consumers import PUBLISHED_KEY, published_resource, weekly_store_report
 from replay_assets.defs.resources import ReplayResource
 from replay_assets.defs.sensors import build_sensors
@@ -24,6 +25,11 @@ def build_definitions(settings: Settings) -> dg.Definitions:
         selection=dg.AssetSelection.assets("raw_receipts", "current_orders", "current_customers") - audits,
         description="Land and apply one load date.",
     )
+    catch_up_job = dg.define_asset_job(
+        CATCH_UP_JOB,
+        selection=dg.AssetSelection.assets("current_orders", "current_customers") - audits,
+        description="Land and apply a range of ready load dates in order, each on its own (one run).",
+    )
     restate_job = dg.define_asset_job(
         "restate_aggregates_job",
         selection=dg.AssetSelection.assets("daily_aggregates") - audits,
@@ -37,7 +43,7 @@ def build_definitions(settings: Settings) -> dg.Definitions:
     return dg.Definitions(
         assets=[*assets, weekly_store_report],
         asset_checks=checks,
-        jobs=[apply_job, restate_job, reverify_job],
+        jobs=[apply_job, catch_up_job, restate_job, reverify_job],
         schedules=[
             dg.ScheduleDefinition(
                 job=reverify_job,

@@ -32,6 +32,7 @@ from replay_assets.core.setting_kinds import (
 from replay_assets.core.upcast import Upcaster, parse_upcasters
 
 DEFAULT_START = "2020-01-01"
+DEFAULT_DUCKDB_MEMORY_PERCENT = 40.0
 CONFIG_FILE = "replay-assets.json"
 CONFIG_BYTES = 1 << 20  # the settings file is read bounded, like a manifest
 
@@ -94,9 +95,16 @@ class Settings:
     warehouse: str = "duckdb"
     spark_remote: str = "local"
     delta_root: str | None = None
+    # REPLAY_ASSETS_SPARK_LANDING_URI: where the engine's workers read the landing area (a URI,
+    # e.g. s3://bucket/landing, holding what the home's ``landing`` folder holds, e.g. a bucket
+    # this machine mounts there); None: the landing folder's own path, which the engine must see
+    spark_landing_uri: str | None = None
     # REPLAY_ASSETS_SPARK_CONNECT_TIMEOUT_SECONDS: how long a Spark Connect server may take to
     # answer before the command fails with REPLAY_WAREHOUSE_UNREACHABLE
     spark_connect_timeout_seconds: float = 30.0
+    # REPLAY_ASSETS_DUCKDB_MEMORY_PERCENT: DuckDB's memory limit per connection to the warehouse,
+    # as a share of the machine's memory (its cgroup's limit when lower); beyond it DuckDB spills
+    duckdb_memory_percent: float = DEFAULT_DUCKDB_MEMORY_PERCENT
 
     @property
     def delta_uri(self) -> str:
@@ -271,7 +279,16 @@ SCHEMA: Mapping[str, Setting] = {
     "delta_root": Setting(
         Text(r"[^\x00-\x1f]{1,4096}", "a path or URI"), env=_env("delta_root"), optional=True
     ),
+    "spark_landing_uri": Setting(
+        Text(r"[A-Za-z][A-Za-z0-9+.-]*://[^\x00-\x1f]{1,4096}", "a URI (scheme://...)"),
+        env=_env("spark_landing_uri"),
+        optional=True,
+    ),
     "spark_connect_timeout_seconds": Setting(Number(0.1, 600), 30.0, _env("spark_connect_timeout_seconds")),
+    # at least 1 %; at most 90 %, so the Python side, Dagster and the OS keep room beside DuckDB
+    "duckdb_memory_percent": Setting(
+        Number(1, 90), DEFAULT_DUCKDB_MEMORY_PERCENT, _env("duckdb_memory_percent")
+    ),
 }
 CONFIG_KEYS = frozenset(key for key, setting in SCHEMA.items() if setting.in_file)
 

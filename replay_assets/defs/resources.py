@@ -10,7 +10,7 @@ from typing import Any
 
 import dagster as dg
 
-from replay_assets.core.config import SCHEMA, Settings, SloPolicy, settings_of
+from replay_assets.core.config import DEFAULT_DUCKDB_MEMORY_PERCENT, SCHEMA, Settings, SloPolicy, settings_of
 from replay_assets.core.manifest import Limits
 from replay_assets.core.retention import DEFAULT_RETENTION_LOAD_DATES
 from replay_assets.usecases.context import Pipeline
@@ -107,7 +107,9 @@ class ReplayResource(dg.ConfigurableResource):  # type: ignore[type-arg]
     warehouse: str = "duckdb"
     spark_remote: str = "local"
     delta_root: str | None = None
+    spark_landing_uri: str | None = None
     spark_connect_timeout_seconds: float = 30.0
+    duckdb_memory_percent: float = DEFAULT_DUCKDB_MEMORY_PERCENT
     rehearsal: dg.ResourceDependency[Rehearsal]
 
     @classmethod
@@ -131,7 +133,9 @@ class ReplayResource(dg.ConfigurableResource):  # type: ignore[type-arg]
             warehouse=s.warehouse,
             spark_remote=s.spark_remote,
             delta_root=s.delta_root,
+            spark_landing_uri=s.spark_landing_uri,
             spark_connect_timeout_seconds=s.spark_connect_timeout_seconds,
+            duckdb_memory_percent=s.duckdb_memory_percent,
             rehearsal=Rehearsal.of(s),
         )
 

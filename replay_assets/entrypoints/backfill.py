@@ -35,14 +35,8 @@ from dagster._time import get_current_timestamp
 
 from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.lanes import BACKFILL, LANE_TAG
-from replay_assets.entrypoints.runner import (
-    HEARTBEAT_FRESH_SECONDS,
-    USER_TAG,
-    RunSummary,
-    exclusive_run,
-    refuse_if_daemon,
-    run_pending,
-)
+from replay_assets.entrypoints.idle_run import RunSummary, exclusive_run
+from replay_assets.entrypoints.runner import HEARTBEAT_FRESH_SECONDS, USER_TAG, refuse_if_daemon, run_pending
 from replay_assets.entrypoints.session import Session
 from replay_assets.usecases.backfill_note import record_backfill
 from replay_assets.usecases.publish import pending_restatements

@@ -17,15 +17,21 @@ from typing import TYPE_CHECKING
 
 from replay_assets.core import retention
 from replay_assets.core.adapters import Adapter
-from replay_assets.core.config import SettingsError
+from replay_assets.core.config import Settings, SettingsError
 from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.names import NameKind
 from replay_assets.core.plan import refuse_partial_backfill
 from replay_assets.core.status import DateStatus
 from replay_assets.entrypoints.arguments import DAY, instant, name_of
 from replay_assets.entrypoints.environment import settings_from_environment
+from replay_assets.entrypoints.idle_run import (
+    copy_current,
+    record_refreshed,
+    run_if_idle,
+    settleable,
+    warehouse_files,
+)
 from replay_assets.entrypoints.land_input import delivery_input, rejection_report, unmapped_report
-from replay_assets.entrypoints.progress import progress
 from replay_assets.entrypoints.report import print_table
 from replay_assets.entrypoints.warehouse_commands import cmd_export, cmd_recovery, cmd_status
 from replay_assets.storage.landing.deliveries import create_delivery
@@ -46,8 +52,12 @@ def _session(args: argparse.Namespace) -> "Session":
 
     _quiet_dagster_warnings()
     settings = settings_from_environment(args.home)
+    return Session(settings, _dagster_home(settings))
+
+
+def _dagster_home(settings: Settings) -> Path:
     dagster_home = os.environ.get("DAGSTER_HOME")
-    return Session(settings, Path(dagster_home) if dagster_home else settings.dagster_home)
+    return Path(dagster_home) if dagster_home else settings.dagster_home
 
 
 def _demo_scenario(job: tuple[str, str]) -> list[str]:
@@ -147,11 +157,26 @@ def cmd_land(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    session = _session(args)
-    with progress("applying pending load dates and restatements") as report:
-        summary = session.run(progress=report)
-    decision = record_waiting_statuses(session.pipeline)
-    refresh_published(session.pipeline)  # after the statuses, so the copy's evidence holds them
+    """Apply everything pending, then report. When the home holds nothing to do (no delivery,
+    operation, pruning or restatement pending, and the Dagster instance as the last ``run``
+    left it) the same report comes without loading Dagster (``idle_run.py``)."""
+    settings = settings_from_environment(args.home)
+    dagster_home = _dagster_home(settings)
+    summary = run_if_idle(settings, dagster_home)
+    session = None
+    if summary is None:
+        from replay_assets.entrypoints.progress import progress
+
+        session = _session(args)
+        with progress("applying pending load dates and restatements") as report:
+            summary = session.run(progress=report)
+    pipeline = session.pipeline if session else Pipeline(settings)
+    decision = record_waiting_statuses(pipeline)
+    warehouse = warehouse_files(settings.home) if settleable(settings) else []
+    if session is not None or not copy_current(settings.home):  # else the copy holds these rows
+        refresh_published(pipeline)  # after the statuses, so the copy's evidence holds them
+        if session is None:
+            record_refreshed(settings.home, dagster_home, warehouse)
     problems = [p for p in decision.plans if p.problem]
     applied = sum(1 for p in decision.plans if p.status is DateStatus.APPLIED)
     print(
@@ -163,7 +188,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"  {p.load_date} {p.status}: {p.reason}")
     for text in decision.unreadable:
         print(f"  unreadable manifest {text}")
-    session.close()
+    if session is not None:
+        session.close()
+        if settleable(settings):
+            from replay_assets.entrypoints.runner import settle_instance
+
+            settle_instance(settings.home, dagster_home, warehouse)
     return 1 if problems or summary.failed or decision.unreadable else 0
 
 
@@ -188,6 +218,8 @@ def cmd_backfill(args: argparse.Namespace) -> int:
     if not args.wait:
         session.close()
         return 0
+    from replay_assets.entrypoints.progress import progress
+
     with progress(f"waiting for backfill {backfill_id} and the restatements it queues") as report:
         outcome = backfill.wait(session, backfill_id, report)
     refresh_published(session.pipeline)

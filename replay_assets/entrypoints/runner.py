@@ -1,26 +1,31 @@
 """The headless daemon: evaluate the sensors and execute what they request, in-process, on the
 home's Dagster instance, until nothing is pending (``replay-assets run``)."""
 
-import fcntl
+import datetime as dt
 import getpass
 import hashlib
 import os
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, field
-from importlib import resources
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import nullcontext
 from pathlib import Path
 
 import dagster as dg
 
 from replay_assets.core.config import SettingsError
 from replay_assets.core.errors import ErrorCode, ReplayError
+from replay_assets.defs.catch_up import CATCH_UP_JOB
 from replay_assets.defs.resources import ReplayResource
+from replay_assets.entrypoints.idle_run import (
+    PROJECT_INSTANCE_CONFIG,
+    RunSummary,
+    forget_settled,
+    instance_files,
+    record_settled,
+)
 from replay_assets.storage.home.files import atomic_replace
-from replay_assets.storage.home.home_files import open_lock
 from replay_assets.storage.landing import prefetch
 from replay_assets.usecases.context import Pipeline
 from replay_assets.usecases.prune import prune
@@ -28,6 +33,7 @@ from replay_assets.usecases.recover import finish_in_doubt
 from replay_assets.usecases.sensor_cursors import cursor, save_cursor
 
 SENSORS = ("source_manifest_sensor", "restatement_sensor")
+CATCH_UP_SENSOR = SENSORS[0]  # its requests of consecutive load dates run as one catch-up run
 LAUNCHED_BY_TAG = "replay/launched_by"
 REQUESTED_BY_TAG = "replay/requested_by"  # the sensor whose evaluation asked for the run
 REQUEST_KEY_TAG = "replay/request_key"  # the request's key (what it asked for), kept for tracing
@@ -36,7 +42,6 @@ HEARTBEAT_FRESH_SECONDS = 60
 PREFETCH_FOLDER = ".prefetch"  # the next load date's files prepared ahead (under the run lock)
 # Failures are reported by the summary; their traces stay in the run's event log for the UI.
 QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
-PROJECT_INSTANCE_CONFIG = resources.files("replay_assets") / "dagster.yaml"  # shipped in the package
 # sha256 of each dagster.yaml an earlier version of the project wrote into a home: a home that
 # still holds one of them unchanged gets the current file (a file edited since is the operator's
 # and stays). Listed newest first: the file before the pooled event log (replay_assets/defs/instance.py)
@@ -57,17 +62,6 @@ load_from:
   - python_module:
       module_name: replay_assets.definitions
 """
-
-
-@dataclass
-class RunSummary:
-    runs: list[tuple[str, str, bool, float]] = field(default_factory=list)  # sensor, key, ok, secs
-    orphans_failed: int = 0
-    finished_in_doubt: int = 0  # journaled operations whose evidence a killed process left unfinished
-
-    @property
-    def failed(self) -> list[str]:
-        return [key for _, key, ok, _ in self.runs if not ok]
 
 
 def instance_for(dagster_home: Path, config: Path | None = None) -> dg.DagsterInstance:
@@ -121,38 +115,54 @@ def _install(target: Path, content: bytes) -> None:
         raise
 
 
-@contextmanager
-def exclusive_run(home: Path) -> Iterator[None]:
-    """One ``run`` per home at a time (so a STARTED run found at start is truly orphaned)."""
-    home.mkdir(parents=True, exist_ok=True)
-    fd = open_lock(home, "run.lock")
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise ReplayError(
-                ErrorCode.DAEMON_RUNNING, "another `replay-assets run` is active on this home"
-            ) from None
-        yield
-    finally:
-        os.close(fd)
-
-
 def refuse_if_daemon(instance: dg.DagsterInstance) -> None:
+    name = fresh_heartbeat(instance)
+    if name is not None:
+        raise ReplayError(
+            ErrorCode.DAEMON_RUNNING, f"the {name} daemon heartbeat is fresh: the daemon runs this instance"
+        )
+
+
+def fresh_heartbeat(instance: dg.DagsterInstance) -> str | None:
+    """The name of a daemon whose heartbeat is under ``HEARTBEAT_FRESH_SECONDS`` old, if any."""
     now = time.time()
     for name, beat in instance.get_daemon_heartbeats().items():
         if now - beat.timestamp < HEARTBEAT_FRESH_SECONDS:
-            raise ReplayError(
-                ErrorCode.DAEMON_RUNNING,
-                f"the {name} daemon heartbeat is fresh: the daemon runs this instance",
-            )
+            return str(name)
+    return None
+
+
+def active_runs(instance: dg.DagsterInstance) -> list[dg.DagsterRun]:
+    return list(
+        instance.get_runs(
+            filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.STARTING])
+        )
+    )
+
+
+def settle_instance(home: Path, dagster_home: Path, warehouse: list[list[object]]) -> bool:
+    """After a full ``run``, with its instance closed: record the instance's files as settled
+    (``idle_run.py``) when no run is STARTED or STARTING and no daemon's heartbeat is fresh,
+    and nothing wrote to the instance while that was checked, with the published copy as the
+    ``run``'s refresh left it (``warehouse``: the warehouse's files before that refresh); else
+    forget any record. Returns whether it recorded."""
+    before = instance_files(dagster_home)
+    instance = instance_for(dagster_home)
+    try:
+        settled = not active_runs(instance) and fresh_heartbeat(instance) is None
+    finally:
+        instance.dispose()
+    after = instance_files(dagster_home)
+    if settled and before == after:
+        record_settled(home, dagster_home, after, warehouse)
+        return True
+    forget_settled(home)
+    return False
 
 
 def fail_orphans(instance: dg.DagsterInstance) -> int:
     """Runs left STARTED by a killed process: mark failed and free their pool slots."""
-    orphans = instance.get_runs(
-        filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.STARTING])
-    )
+    orphans = active_runs(instance)
     for run in orphans:
         instance.report_run_failed(run, "orphaned: its process died; marked failed by replay-assets run")
         instance.event_log_storage.free_concurrency_slots_for_run(run.run_id)
@@ -192,11 +202,43 @@ def run_pending(
             if not fresh:
                 return summary
             name, request = fresh[0]
-            tried.add(str(request.run_key))
+            chain = _ready_chain(fresh) if duckdb else [request]
+            tried.update(str(r.run_key) for r in chain)
+            job = CATCH_UP_JOB if len(chain) > 1 else None
+            request = catch_up_request(chain) if job else request
             with pipeline.store.hold():  # one warehouse connection for the run (not one a transaction)
-                run = _execute(defs, instance, sensor_name=name, request=request, progress=progress)
+                run = _execute(defs, instance, sensor_name=name, request=request, progress=progress, job=job)
             summary.runs.append(run)
     return summary
+
+
+def _ready_chain(fresh: Sequence[tuple[str, dg.RunRequest]]) -> list[dg.RunRequest]:
+    """The first request and the load dates requested after it, day after day: one catch-up run
+    applies them in order (Spark keeps a run per load date)."""
+    chain: list[dg.RunRequest] = []
+    for name, request in fresh:
+        key = request.partition_key
+        if (
+            name != CATCH_UP_SENSOR
+            or key is None
+            or (chain and key != _next_day(str(chain[-1].partition_key)))
+        ):
+            break
+        chain.append(request)
+    return chain or [fresh[0][1]]
+
+
+def catch_up_request(chain: Sequence[dg.RunRequest]) -> dg.RunRequest:
+    """One run of the load dates ``chain`` requested one by one: its key names them all (the
+    daemon's per-date keys stay what the sensor says), its tags the range (``replay/lane`` kept)."""
+    first, last = str(chain[0].partition_key), str(chain[-1].partition_key)
+    key = hashlib.sha256("\n".join(str(r.run_key) for r in chain).encode()).hexdigest()[:24]
+    range_tags = {"dagster/asset_partition_range_start": first, "dagster/asset_partition_range_end": last}
+    return dg.RunRequest(run_key=f"catch_up:{first}:{last}:{key}", tags={**chain[0].tags, **range_tags})
+
+
+def _next_day(day: str) -> str:
+    return (dt.date.fromisoformat(day) + dt.timedelta(days=1)).isoformat()
 
 
 def cli_tags() -> Mapping[str, str]:
@@ -230,11 +272,12 @@ def _execute(
     sensor_name: str,
     request: dg.RunRequest,
     progress: Callable[[str], None],
+    job: str | None = None,
 ) -> tuple[str, str, bool, float]:
     """One requested run, executed here and tagged as the CLI's: the sensor only says what is
     pending, so the run names it as the requester, never with the tags by which the UI shows a
     sensor (or a backfill) as having launched it."""
-    job = defs.resolve_job_def(str(defs.resolve_sensor_def(sensor_name).job_name))
+    job_def = defs.resolve_job_def(job or str(defs.resolve_sensor_def(sensor_name).job_name))
     tags = {
         **request.tags,
         **cli_tags(),
@@ -242,7 +285,7 @@ def _execute(
         REQUEST_KEY_TAG: str(request.run_key),
     }
     started = time.monotonic()
-    result = job.execute_in_process(
+    result = job_def.execute_in_process(
         run_config=QUIET,
         instance=instance,
         partition_key=request.partition_key,

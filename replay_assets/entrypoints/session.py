@@ -15,11 +15,10 @@ from replay_assets.core.config import Settings
 from replay_assets.core.events import canonical_json, sha256_text
 from replay_assets.core.lanes import BACKFILL, LANE_TAG
 from replay_assets.definitions import build_definitions
+from replay_assets.entrypoints.idle_run import RunSummary, exclusive_run
 from replay_assets.entrypoints.runner import (
     QUIET,
-    RunSummary,
     cli_tags,
-    exclusive_run,
     instance_for,
     refuse_if_daemon,
     run_pending,
@@ -95,6 +94,8 @@ class Session:
         }
         if self.settings.delta_root:
             env["REPLAY_ASSETS_DELTA_ROOT"] = self.settings.delta_root
+        if self.settings.spark_landing_uri:
+            env["REPLAY_ASSETS_SPARK_LANDING_URI"] = self.settings.spark_landing_uri
         if self.settings.fixed_now:
             env["REPLAY_ASSETS_NOW"] = self.settings.fixed_now.isoformat()
         if fail_point:

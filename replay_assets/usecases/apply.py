@@ -30,12 +30,19 @@ from replay_assets.usecases.prune import prune
 from replay_assets.usecases.recover import refresh_published
 
 
-def apply(pipeline: Pipeline, load_date: str, run_id: str | None, sealed_ok: bool = False) -> ApplyResult:
+def apply(
+    pipeline: Pipeline, load_date: str, run_id: str | None, sealed_ok: bool = False, *, refresh: bool = True
+) -> ApplyResult:
+    """``refresh=False`` leaves the published copy to the caller, who applies several load dates
+    in one run and refreshes it once after the last (or the first that fails): the copy catches
+    up on whatever was certified since its last export (``published/exported.json``)."""
     with pipeline.doing("apply", load_date, run_id):
-        return _apply(pipeline, load_date, run_id, sealed_ok)
+        return _apply(pipeline, load_date, run_id, sealed_ok, refresh=refresh)
 
 
-def _apply(pipeline: Pipeline, load_date: str, run_id: str | None, sealed_ok: bool) -> ApplyResult:
+def _apply(
+    pipeline: Pipeline, load_date: str, run_id: str | None, sealed_ok: bool, *, refresh: bool
+) -> ApplyResult:
     allowed = APPLICABLE | ({DateStatus.LATE_DELIVERY} if sealed_ok else set())
     if sealed_ok:  # the backfill lane: another late delivery inside the chain is landed now
         with pipeline.store.connect() as unit:
@@ -116,7 +123,7 @@ def _apply(pipeline: Pipeline, load_date: str, run_id: str | None, sealed_ok: bo
         pipeline.store,
         op,
         mutate=mutate,
-        evidence=lambda: refresh_published(pipeline),
+        evidence=lambda: refresh_published(pipeline) if refresh else None,
         target_now=target_now,
         clock=pipeline.now,
         fail_point=pipeline.settings.fail_point,

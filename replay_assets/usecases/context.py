@@ -11,7 +11,7 @@ from contextlib import AbstractContextManager
 from replay_assets.core.config import Settings
 from replay_assets.storage import ports
 from replay_assets.storage.db.connection_ports import DuckDBReading, DuckDBWriting
-from replay_assets.storage.db.warehouse import Warehouse, WarehouseReader
+from replay_assets.storage.db.warehouse import Warehouse, WarehouseReader, memory_limit
 from replay_assets.storage.duckdb_adapter.unit import DuckDBStore
 from replay_assets.storage.home import in_progress
 from replay_assets.storage.home.clock import VirtualClock, real_now, sleep_real
@@ -27,10 +27,12 @@ class Pipeline:
     ) -> None:
         self.settings = settings
         self.clock = VirtualClock(settings.home, settings.fixed_now) if settings.fixed_now else None
-        timeout = settings.lock_timeout_seconds
-        self.warehouse: DuckDBWriting = writer or Warehouse(settings.home, timeout)
+        timeout, memory = settings.lock_timeout_seconds, memory_limit(settings.duckdb_memory_percent)
+        self.warehouse: DuckDBWriting = writer or Warehouse(settings.home, timeout, memory)
         copy = settings.home / "published.duckdb"  # answers readers while a writer holds the warehouse
-        self.reader: DuckDBReading = reader or WarehouseReader(settings.home, timeout, fallback=copy)
+        self.reader: DuckDBReading = reader or WarehouseReader(
+            settings.home, timeout, fallback=copy, memory=memory
+        )
         self.store: ports.Store = store or _store(settings, self.warehouse, self.reader)
 
     def doing(self, use_case: str, partition: str, run_id: str | None) -> AbstractContextManager[None]:
@@ -62,6 +64,11 @@ def _store(settings: Settings, writer: DuckDBWriting, reader: DuckDBReading) -> 
     (imported only then: the ``spark`` extra)."""
     if settings.warehouse == "spark":
         from replay_assets.storage.spark.connect import spark_store
+        from replay_assets.storage.spark.tables import EngineLanding
 
-        return spark_store(settings.spark_remote, settings.delta_uri, settings.spark_connect_timeout_seconds)
+        uri = settings.spark_landing_uri
+        landing = EngineLanding(settings.landing, uri) if uri else None
+        return spark_store(
+            settings.spark_remote, settings.delta_uri, settings.spark_connect_timeout_seconds, landing
+        )
     return DuckDBStore(writer, reader)

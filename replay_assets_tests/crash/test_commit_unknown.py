@@ -95,12 +95,24 @@ def assert_held(home: Path, capsys: pytest.CaptureFixture[str], op: str) -> None
     s.close()
 
 
+def _published_text(record: str) -> dict[str, Any]:
+    """What the published copy's record says of the data: its marks of the evidence tables
+    left out, as a recovered run rightly holds more evidence (its operations, audit, costs)."""
+    found: dict[str, Any] = json.loads(record)
+    found.pop("evidence", None)
+    return found
+
+
+def _published(path: Path) -> dict[str, Any]:
+    return _published_text(path.read_text())
+
+
 def assert_equals_an_uninterrupted_run(home: Path, template: tuple[Path, dict[str, Any], str]) -> list[Any]:
     """The outcome and the published copy equal the reference's; returns DAY's audit trail."""
     _, reference, exported = template
     s = session(home, seed001.NOW)
     assert outcome(s) == reference
-    assert (home / "published" / "exported.json").read_text() == exported
+    assert _published(home / "published" / "exported.json") == _published_text(exported)
     audit = s.query(
         """SELECT a.actor, a.from_state, a.to_state
         FROM operation_audit a JOIN operations o USING (operation_id)

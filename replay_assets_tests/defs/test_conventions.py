@@ -62,6 +62,7 @@ TEXTS = (
     "warehouse",
     "spark_remote",
     "delta_root",
+    "spark_landing_uri",
 )
 NOW = dt.datetime(2026, 9, 24, 12, tzinfo=dt.UTC)
 

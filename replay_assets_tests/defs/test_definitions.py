@@ -173,7 +173,9 @@ def test_every_setting_reaches_the_pipeline_of_the_resource(tmp_path: Path, sail
         warehouse="spark",
         spark_remote=sail,
         delta_root=str(tmp_path / "delta"),
+        spark_landing_uri=(tmp_path / "landing").as_uri(),
         spark_connect_timeout_seconds=20.0,
+        duckdb_memory_percent=12.5,
     )
     at_default = [
         f.name
@@ -185,6 +187,7 @@ def test_every_setting_reaches_the_pipeline_of_the_resource(tmp_path: Path, sail
     assert pipeline.settings == configured
     assert pipeline.warehouse.busy_timeout == 0.25
     assert type(pipeline.store).__name__ == "SparkStore"  # the engine the settings name
+    assert pipeline.store.tables.landing.base == configured.spark_landing_uri  # type: ignore[attr-defined]
 
 
 def test_configured_limits_decide_what_a_step_lands(tmp_path: Path) -> None:

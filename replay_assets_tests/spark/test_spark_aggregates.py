@@ -1,6 +1,6 @@
-"""The Spark adapter's daily aggregates (``storage/spark/aggregates.py``) equal the core's oracle
-``aggregate_images`` on generated order lines, on a real Sail server; and the DuckDB adapter's
-statement, which the Spark one renders, equals it too on the same cases. So does the gate's
+"""The daily aggregates' shared statement rendered for Spark (``spark/dialect.shared``) equals the
+core's oracle ``aggregate_images`` on generated order lines, on a real Sail server; and the same
+statement on DuckDB equals it too on the same cases. So does the gate's
 recomputation, the order-by-order statement, on both engines."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pyspark.sql import SparkSession
 
 from replay_assets.core.aggregate import AGGREGATE_COLUMNS, aggregate_images
 from replay_assets.storage.rules.aggregates import SQL_AGGREGATES, SQL_AGGREGATES_BY_ORDER
-from replay_assets.storage.spark.aggregates import daily_aggregates
+from replay_assets.storage.spark.dialect import shared
 from replay_assets.storage.spark.frames import to_polars, to_spark
 
 DATES = ["2026-09-19", "2026-09-20", "2026-09-21"]
@@ -68,7 +68,8 @@ def test_spark_daily_aggregates_equal_the_oracle(
 ) -> None:
     lines, dates = case
     to_spark(spark, pl.DataFrame(lines, schema=LINE_SCHEMA)).createOrReplaceTempView("_state")
-    found = daily_aggregates(spark, "_state", dates, by_order=by_order)
+    statement = SQL_AGGREGATES_BY_ORDER if by_order else SQL_AGGREGATES
+    found = shared(spark, statement.format(state="_state"), {"dates": dates})
     assert as_rows(to_polars(found)) == oracle(lines, dates)
 
 

@@ -16,12 +16,13 @@ import pytest
 
 from replay_assets.core.config import SloPolicy
 from replay_assets.core.errors import ErrorCode, ReplayError
-from replay_assets.core.status import PartitionStatus
+from replay_assets.core.status import CommitState, PartitionStatus
 from replay_assets.storage.duckdb_adapter.apply_steps import DuckDBApplySteps
 from replay_assets.storage.evidence import costs
 from replay_assets.storage.landing import area
 from replay_assets.storage.landing.deliveries import write_delivery
 from replay_assets.storage.rules import published as consumer
+from replay_assets.storage.rules.journal import Operation
 from replay_assets.usecases.context import Pipeline
 from replay_assets.usecases.decide import decide, plan_for
 from replay_assets_tests.helpers import settings_for
@@ -240,14 +241,23 @@ def test_applying_load_dates_certifies_the_same_state_on_every_engine(
     assert (
         operated["pruned"][1]["history_rows"] > 0 and operated["behind"] == ErrorCode.BEHIND_HORIZON
     )  # the pruning removed superseded rows
+    kept = {t: {(r[0], r[-1] < NOW) for r in duck["tables"][t]} for t in EVIDENCE}
+    assert kept == {  # the evidence of work before the pruned dates were applied (NOW) went
+        "operations": {("op-failed", True), ("op-new", False)},
+        "operation_audit": {("op-failed", True), ("op-new", False)},
+        "commit_markers": {("op-new", False), ("op-old", True)},
+        "step_attempts": {("run-5", False), ("run-5", True)},
+        "costs": {(None, False), ("run-3", False), ("run-5", False), ("run-5", True)},
+    }
     for table in OPERATED:
         assert spark["tables"][table] == duck["tables"][table], table
 
 
+EVIDENCE = ("operations", "operation_audit", "commit_markers", "step_attempts", "costs")  # retention bounds
 OPERATED = (
     *APPLIED,
+    *EVIDENCE,
     "reconciliation",
-    "costs",
     "batch_resolutions",
     "batch_relandings",
     "backfills",
@@ -357,6 +367,7 @@ def _operated(opened: Any, home: Path) -> dict[str, Any]:
         unit.evidence.record_backfill(
             "bf-1", asset="current_orders", first="a", last="b", note="n", operator="op", now=NOW
         )
+        _evidence(unit)
     with opened.store.transaction() as unit:
         found["pruned"] = [
             unit.retention.prune_load_date(day, operation_id=f"op-{day}", keep=1, now=NOW)
@@ -373,10 +384,40 @@ def _operated(opened: Any, home: Path) -> dict[str, Any]:
     return found
 
 
+def _evidence(unit: Any) -> None:
+    """Evidence of work before the pruned dates were applied (NOW) and at that moment. The
+    pruning removes a COMPLETE operation with its audit, a run's attempts and costs, a cost of no
+    run, all older; it keeps an operation that failed before its commit (old), a COMPLETE one of
+    NOW, a run with a row of NOW whole, every commit marker."""
+    hour = NOW - dt.timedelta(hours=1)
+    done = (S.PREPARED, S.COMMITTING, S.TARGET_COMMITTED, S.COMMITTED_INCOMPLETE, S.COMPLETE)
+    for name, moves, at in (
+        ("op-old", done, hour),
+        ("op-failed", (S.FAILED_PRE_COMMIT,), hour),
+        ("op-new", done, NOW),
+    ):
+        op = Operation(name, "intent", "publish_aggregates", "daily_aggregates", DAY, "inputs")
+        entry = unit.journal.create_or_get_entry(op, "test", at)
+        for state in moves:
+            entry = unit.journal.cas_entry(entry, nxt=state, actor="test", note="", now=at)
+        if moves is done:
+            unit.journal.write_fence(op, at)
+    for run, at in (("run-0", hour), ("run-5", hour), ("run-5", NOW)):
+        attempt = {"step": "apply", "attempt": 1, "outcome": "STARTED", "detail": "", "now": at}
+        unit.evidence.record_step_attempt(run, partition_key=DAY, **attempt)
+    later = NOW + dt.timedelta(seconds=1)  # the status report orders costs by time, step, partition
+    for key, at in ((None, hour), (None, NOW), ("run-0", hour), ("run-5", hour), ("run-5", later)):
+        unit.evidence.record_cost(run_id=key, step="publish", partition_key=DAY, cost=costs.Cost(), now=at)
+
+
+S = CommitState
+
+
 def _check_published_copy(opened: Any, home: Path) -> None:
     """On Delta the published copy is a Delta table per consumer table, equal to its export (in
-    no order: Delta keeps none), written again only when the warehouse moved."""
-    with opened.store.connect() as unit:
+    no order: Delta keeps none), written again only when the warehouse moved. A writer's unit
+    refreshes it, as ``usecases.recover.refresh_published`` does: a reader has no write."""
+    with opened.store.transaction() as unit:
         written = unit.publish.refresh_published_copy(home)
         assert written == [f"published/{t}" for t in sorted(consumer.PUBLISHED)]
         assert unit.publish.refresh_published_copy(home) == []

@@ -6,15 +6,19 @@ its manifest (nothing of it lands)."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import sys
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.events import ValidationContext
@@ -22,6 +26,7 @@ from replay_assets.core.manifest import Limits
 from replay_assets.storage.landing import area
 from replay_assets.storage.landing.deliveries import write_delivery
 from replay_assets_tests import sail_server
+from replay_assets_tests.storage.test_validation_fast_path import lines as fast_path_lines
 from replay_assets_tests.stores import SPARK_KINDS, STORES, Opened, make_store, open_store, table_rows
 
 NOW = dt.datetime(2026, 1, 10, 12, tzinfo=dt.UTC)
@@ -195,3 +200,56 @@ def test_on_spark_the_engine_reads_the_delivery_and_this_process_never_opens_it(
         assert _landed(opened) == expected
     delivery = str(seen.path.parent)
     assert [name for name in _OPENED if name.startswith(delivery) or name.endswith(".jsonl")] == []
+
+
+def _hostile() -> st.SearchStrategy[str]:
+    """Lines of every kind a source may deliver: the fast path's strategy (layouts, odd values),
+    the canonical renderings, and what only a stream has (blank, CRLF, over-long, escapes)."""
+    canonical = st.builds(
+        lambda seq, sort, change: _event(seq, sort=sort, **change),
+        st.integers(1, 40),
+        st.booleans(),
+        st.sampled_from(
+            [
+                {},
+                {"op": "delete", "after": None},
+                {"version": 10**12},
+                {"version": 10**12 + 1},
+                {"source_seq": 2**70},
+                {"event_id": "e\u00e91"},
+                {"event_time": "2024-02-29T23:59:59.123456+00:00"},
+            ]
+        ),
+    )
+    odd = st.sampled_from(
+        [
+            "",
+            "   ",
+            "\u2003",
+            _event(3) + "\r",
+            _event(4).replace('"e4"', '"\\u0065\\u0034"'),
+            _event(5) + " " * 600,  # over the stream's line limit below
+            '{"event_id":"e6"}',
+        ]
+    )
+    return st.one_of(canonical, canonical, fast_path_lines(), odd)
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.lists(_hostile(), min_size=1, max_size=25))
+def test_a_hostile_stream_lands_as_the_same_rows_on_spark_as_on_duckdb(sail: str, lines: list[str]) -> None:
+    """The engine's tiers (the read task, the canonical-line rule, the oracle task) against
+    DuckDB's (the grammar workers, DuckDB's JSON path, the oracle): every row of every table."""
+    ctx = dataclasses.replace(CTX, max_line_bytes=512)
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        seen = _deliver(root / "landing", "B1", lines)
+        assert seen.manifest is not None
+        files = area.delivery_files(seen.path.parent, seen.manifest)
+        landed = {}
+        for kind in ("duckdb", "spark"):
+            with _opened(kind, root / kind, sail if kind == "spark" else "") as opened:
+                with opened.store.transaction() as unit:
+                    unit.landing.land_batch(seen.manifest, files=files, ctx=ctx, now=NOW)
+                landed[kind] = _landed(opened)
+        assert landed["spark"] == landed["duckdb"]

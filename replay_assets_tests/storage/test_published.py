@@ -11,6 +11,7 @@ import pytest
 
 from replay_assets.demo.scenarios import seed001
 from replay_assets.entrypoints.session import Session
+from replay_assets.storage.publish.published_copy import EVIDENCE_TABLES
 from replay_assets.usecases.context import Pipeline
 from replay_assets.usecases.recover import refresh_published
 from replay_assets_tests.helpers import drive, settings_for
@@ -135,3 +136,43 @@ def test_new_views_replace_published_duckdb_while_a_reader_holds_it(tmp_path: Pa
     assert reader.execute("SELECT count(*) FROM current_orders WHERE status = 'active'").fetchall() == [(8,)]
     reader.close()
     assert _active_lines(tmp_path / "published.duckdb") == 8
+
+
+def _evidence_files(home: Path) -> dict[str, int]:
+    """Each mirrored evidence table's file and its inode (a rewrite renames a new file over it)."""
+    return {p.stem: p.stat().st_ino for p in (home / "published" / "evidence").glob("*.parquet")}
+
+
+def _mirrors_the_warehouse(p: Pipeline) -> None:
+    """Every evidence view of published.duckdb holds exactly its warehouse table's rows."""
+    copy = duckdb.connect(str(p.settings.home / "published.duckdb"), read_only=True)
+    try:
+        with p.warehouse.connect() as con:
+            for table in EVIDENCE_TABLES:
+                published = copy.execute(f"SELECT * FROM {table}").fetchall()
+                warehouse = con.execute(f"SELECT * FROM {table}").fetchall()
+                assert sorted(map(repr, published)) == sorted(map(repr, warehouse)), table
+    finally:
+        copy.close()
+
+
+def test_a_refresh_rewrites_only_the_evidence_tables_that_changed(tmp_path: Path) -> None:
+    p = Pipeline(settings_for(tmp_path, seed001.NOW))
+    seed001.deliver_baseline(p.settings.landing)
+    drive(p)
+    refresh_published(p)  # the journal completes an operation after the refresh it ran
+    first = _evidence_files(tmp_path)
+    assert set(first) == set(EVIDENCE_TABLES)
+    refresh_published(p)  # nothing changed since the last refresh: no file is written
+    assert _evidence_files(tmp_path) == first
+    _mirrors_the_warehouse(p)
+
+    with p.warehouse.transaction() as con:  # one table changes: an operator's note on a backfill
+        con.execute(
+            "INSERT INTO backfills VALUES ('bf1', 'daily_aggregates', '2026-09-19', '2026-09-20', "
+            "'backfill', 'a note', 'ops', TIMESTAMPTZ '2026-09-20 12:00:00+00')"
+        )
+    refresh_published(p)
+    after = _evidence_files(tmp_path)
+    assert {t for t in EVIDENCE_TABLES if after[t] != first[t]} == {"backfills"}
+    _mirrors_the_warehouse(p)

@@ -11,6 +11,7 @@ from mypy import api as mypy_api
 from replay_assets.storage import unit as ports
 from replay_assets.storage.db.warehouse import Warehouse, WarehouseReader
 from replay_assets.storage.duckdb_adapter.unit import DuckDBStore
+from replay_assets.storage.ports import Store
 
 CAPABILITIES = {
     "journal": (ports.JournalReader, ports.JournalWriter),
@@ -43,7 +44,12 @@ def test_the_writer_ports_add_writes_to_every_capability_that_writes() -> None:
 
 
 def test_a_duckdb_readers_unit_has_no_write_and_a_writers_unit_has_every_read(tmp_path: Path) -> None:
-    store = DuckDBStore(Warehouse(tmp_path, 5.0), WarehouseReader(tmp_path, 5.0))
+    check_reader_and_writer_units(DuckDBStore(Warehouse(tmp_path, 5.0), WarehouseReader(tmp_path, 5.0)))
+
+
+def check_reader_and_writer_units(store: Store) -> None:
+    """A writer's unit of ``store`` has every operation of every capability; a reader's has no
+    write to call (any engine's adapter)."""
     with store.transaction() as writer:
         writer.evidence.save_sensor_cursor("s", "c")  # the warehouse exists for the reader
         for capability, (reader_port, writer_port) in CAPABILITIES.items():

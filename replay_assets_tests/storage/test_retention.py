@@ -251,3 +251,52 @@ def test_published_duckdb_answers_as_of_every_certified_date_without_pruning(tmp
         expected = rows(p, "SELECT * FROM orders_as_of(?) ORDER BY ALL", [day])
         assert _published_as_of(p.settings.home, "orders_as_of", day) == expected
     assert _published_as_of(p.settings.home, "orders_as_of", "2025-12-31") == []
+
+
+EVIDENCE = {
+    "operations": "SELECT operation_id, state, updated_at FROM operations",
+    "operation_audit": "SELECT operation_id, version FROM operation_audit",
+    "step_attempts": "SELECT run_id, recorded_at FROM step_attempts",
+    "costs": "SELECT run_id, recorded_at FROM costs",
+}
+
+
+def _evidence(p: Pipeline) -> dict[str, set[tuple[Any, ...]]]:
+    return {table: set(rows(p, sql)) for table, sql in EVIDENCE.items()}
+
+
+def test_the_evidence_of_work_behind_the_horizon_is_pruned_and_the_unfinished_stays(tmp_path: Path) -> None:
+    p = Pipeline(settings_for(tmp_path / "home", NOW, retention_load_dates=1))
+    for day, batch, lines in ((D1, "b1", [event(1, "o1"), event(2, "o2")]), (D2, "b2", [event(3, "o1")])):
+        deliver(p, day, batch, lines)
+        drive(p)  # D1 leaves the horizon once D2 is applied: evidence of work before D1 goes
+        p.sleep(3600)  # a day's work an hour of the virtual clock after the one before
+    # an operation that failed before its commit and was never retried: old, but not COMPLETE
+    with p.warehouse.transaction() as con:
+        failed = con.execute(
+            """UPDATE operations SET state = 'FAILED_PRE_COMMIT' WHERE operation_id = (
+                SELECT min(operation_id) FROM operations WHERE kind NOT LIKE '%load_date')
+            RETURNING operation_id"""
+        ).fetchall()[0][0]
+        cutoff = con.execute("SELECT applied_at FROM load_dates WHERE load_date = ?", [D2]).fetchall()[0][0]
+    before = _evidence(p)
+    deliver(p, D3, "b3", [event(4, "o3")])
+    drive(p)  # D2 leaves the horizon: the work of D1 goes
+    assert rows(p, "SELECT load_date FROM pruned_load_dates ORDER BY 1") == [(D1,), (D2,)]
+    after = _evidence(p)
+
+    gone = {(op, state, at) for op, state, at in before["operations"] if state == "COMPLETE" and at < cutoff}
+    assert gone, "the work of D1 is recorded before D2 was applied"
+    assert after["operations"] & gone == set()
+    assert before["operations"] - gone <= after["operations"]  # newer and unfinished ones stay
+    assert failed in {op for op, _, _ in after["operations"]}
+    kept_ops = {op for op, _, _ in after["operations"]}
+    assert {op for op, _ in after["operation_audit"]} == kept_ops  # each kept one keeps its trail
+    assert {r for r in before["operation_audit"] if r[0] in kept_ops} <= after["operation_audit"]
+    for table in ("step_attempts", "costs"):
+        recent = {run for run, at in before[table] if at >= cutoff and run is not None}
+        kept = {(run, at) for run, at in before[table] if at >= cutoff or run in recent}  # a run whole
+        assert {(run, at) for run, at in after[table] if at < cutoff} == set(), table
+        assert kept <= after[table], table
+    assert any(at < cutoff for _, at in before["costs"])  # there was some to prune (attempts: Dagster's)
+    assert rows(p, "SELECT count(*) FROM commit_markers") >= [(len(before["operations"]),)]  # fences stay

@@ -17,6 +17,7 @@ from __future__ import annotations
 import duckdb
 
 from replay_assets.storage.db.warehouse import one
+from replay_assets.storage.rules import latest as latest_rules
 from replay_assets.storage.rules.latest import COLUMNS, DROPPED, LATEST
 
 
@@ -163,13 +164,7 @@ def differences(con: duckdb.DuckDBPyConnection) -> int:
     """Rows by which the latest tables differ from each key's newest history row (the audit:
     0 while the invariant holds)."""
     total = 0
-    for history, (latest, key, _entity, _part) in LATEST.items():
-        newest = f"""SELECT * FROM {history}
-            QUALIFY row_number() OVER (PARTITION BY {", ".join(key)} ORDER BY load_date DESC) = 1"""
-        found = one(
-            con,
-            f"""SELECT count(*) FROM ((SELECT * FROM {latest} EXCEPT ALL {newest})
-                UNION ALL ({newest} EXCEPT ALL SELECT * FROM {latest}))""",
-        )
+    for history in LATEST:
+        found = one(con, latest_rules.differences(history))
         total += int(found[0]) if found else 0
     return total

@@ -25,6 +25,7 @@ import duckdb
 from replay_assets.core.aggregate import Controls
 from replay_assets.storage.apply.certified import recomputed_controls, target_digest
 from replay_assets.storage.db.warehouse import one
+from replay_assets.storage.rules import by_change
 from replay_assets.storage.rules.digest import (
     ENTITIES,
     LIMBS,
@@ -33,7 +34,6 @@ from replay_assets.storage.rules.digest import (
     base_of,
     combine_by_change,
 )
-from replay_assets.storage.rules.latest import LATEST
 
 
 def _hashes(columns: tuple[str, ...]) -> str:
@@ -47,26 +47,6 @@ def _sums_sql(columns: tuple[str, ...]) -> str:
     return f"SELECT count(*), {sums} FROM ({_hashes(columns)})"
 
 
-def _as_of(table: str, key: tuple[str, ...], where: str) -> str:
-    keys = ", ".join(key)
-    return f"""SELECT * FROM {table} WHERE {where}
-        QUALIFY row_number() OVER (PARTITION BY {keys} ORDER BY load_date DESC) = 1"""
-
-
-def _written(table: str) -> str:
-    return f"SELECT * FROM {table} WHERE load_date = $day"
-
-
-def _replaced(table: str, key: tuple[str, ...], from_latest: bool) -> str:
-    """The rows the keys ``$day`` wrote had before it: their rows in the latest tables when those
-    hold the state before ``$day`` (``latest.holds_before``), else their newest history rows."""
-    keys = ", ".join(key)
-    written = f"(SELECT {keys} FROM {table} WHERE load_date = $day) n USING ({keys})"
-    if from_latest:
-        return f"SELECT h.* FROM {LATEST[table][0]} h SEMI JOIN {written}"
-    return _as_of(f"{table} h SEMI JOIN {written}", key, "h.load_date < $day")
-
-
 def _sums(con: duckdb.DuckDBPyConnection, rows_sql: str, columns: tuple[str, ...], day: str) -> Sums:
     found = one(con, f"WITH rows AS ({rows_sql}) {_sums_sql(columns)}", {"day": day})
     assert found is not None
@@ -77,7 +57,7 @@ def full(con: duckdb.DuckDBPyConnection, day: str) -> StateDigest:
     """The sums over the whole state as of ``day`` (the audit, and a date certified before v7)."""
     return StateDigest(
         {
-            e: _sums(con, _as_of(table, key, "load_date <= $day"), columns, day)
+            e: _sums(con, by_change.as_of(table, key, "load_date <= $day"), columns, day)
             for e, (table, columns, key) in ENTITIES.items()
         }
     )
@@ -88,11 +68,11 @@ def change(
 ) -> StateDigest:
     """What ``day`` changed: the sums of the rows it wrote minus those of the rows they replaced
     (none when ``first``: no history before it)."""
-    written = StateDigest({e: _sums(con, _written(t), c, day) for e, (t, c, _k) in ENTITIES.items()})
+    written = StateDigest({e: _sums(con, by_change.written(t), c, day) for e, (t, c, _k) in ENTITIES.items()})
     if first:
         return written
     replaced = StateDigest(
-        {e: _sums(con, _replaced(t, k, from_latest), c, day) for e, (t, c, k) in ENTITIES.items()}
+        {e: _sums(con, by_change.replaced(t, k, from_latest), c, day) for e, (t, c, k) in ENTITIES.items()}
     )
     return written.plus(replaced, sign=-1)
 
@@ -121,44 +101,12 @@ def store(con: duckdb.DuckDBPyConnection, day: str, digest: StateDigest) -> None
 
 # ---------------------------------------------------------------- controls by change
 
-_ACTIVE = """count(*) FILTER (WHERE status = 'active'),
-    coalesce(sum(quantity) FILTER (WHERE status = 'active'), 0),
-    coalesce(sum(amount_minor) FILTER (WHERE status = 'active'), 0),
-    coalesce(sum(cost_minor) FILTER (WHERE status = 'active'), 0),
-    coalesce(sum(amount_minor - cost_minor) FILTER (WHERE status = 'active'), 0)"""
-_TOUCHED = "SELECT DISTINCT order_id FROM order_history WHERE load_date = $day"
-_LINES_OF_TOUCHED = """order_history h SEMI JOIN ({touched}) t USING (order_id)"""
-
-
-_WRITTEN_LINES = "SELECT order_id, line_no FROM order_history WHERE load_date = $day"
-
-
-def _lines_of_touched(where: str) -> str:
-    return _as_of(_LINES_OF_TOUCHED.format(touched=_TOUCHED), ("order_id", "line_no"), where)
-
-
-def _lines_of_touched_latest(after: bool) -> str:
-    """Every line of the orders ``$day`` touched, as of before it (the latest tables, which
-    hold the state before ``$day``) or as of after it (those rows but the ones ``$day``
-    replaced, and the rows it wrote)."""
-    before = f"SELECT h.* FROM order_latest h SEMI JOIN ({_TOUCHED}) t USING (order_id)"
-    if not after:
-        return before
-    kept = f"SELECT * FROM ({before}) b ANTI JOIN ({_WRITTEN_LINES}) w USING (order_id, line_no)"
-    return f"{kept} UNION ALL {_written('order_history')}"
-
 
 def _controls_of(con: duckdb.DuckDBPyConnection, rows_sql: str, day: str) -> tuple[int, ...]:
-    """Line sums and distinct orders with an active line, of a set of order lines."""
-    found = one(
-        con,
-        f"""WITH rows AS ({rows_sql}) SELECT {_ACTIVE},
-            count(DISTINCT order_id) FILTER (WHERE status = 'active') FROM rows""",
-        {"day": day},
-    )
+    """Active lines, distinct orders with an active line, units, amount, cost, profit."""
+    found = one(con, by_change.controls(rows_sql), {"day": day})
     assert found is not None
-    lines, units, amount, cost, profit, orders = (int(v) for v in found)
-    return (lines, orders, units, amount, cost, profit)
+    return tuple(int(v) for v in found)
 
 
 def controls_by_change(
@@ -174,21 +122,18 @@ def controls_by_change(
     ``first``: no history before ``day``, so nothing was replaced and no order had lines before.
     ``from_latest``: the latest tables hold the state before ``day`` (read there, not history)."""
     nothing: tuple[int, ...] = (0,) * 6
-    written = _controls_of(con, _written("order_history"), day)
+    written = _controls_of(con, by_change.written("order_history"), day)
     after: tuple[int, ...]
     before: tuple[int, ...]
     if first:
         after, before = written, nothing
-    elif from_latest:
-        after = _controls_of(con, _lines_of_touched_latest(after=True), day)
-        before = _controls_of(con, _lines_of_touched_latest(after=False), day)
     else:
-        after = _controls_of(con, _lines_of_touched("h.load_date <= $day"), day)
-        before = _controls_of(con, _lines_of_touched("h.load_date < $day"), day)
+        after = _controls_of(con, by_change.lines_of_touched(after=True, from_latest=from_latest), day)
+        before = _controls_of(con, by_change.lines_of_touched(after=False, from_latest=from_latest), day)
     replaced = (
         nothing
         if first
-        else _controls_of(con, _replaced("order_history", ("order_id", "line_no"), from_latest), day)
+        else _controls_of(con, by_change.replaced("order_history", ("order_id", "line_no"), from_latest), day)
     )
     return combine_by_change(base, written=written, replaced=replaced, after=after, before=before)
 

@@ -34,9 +34,26 @@ POLL_SECONDS = 0.05
 # on a loaded 2-core machine while a load runs
 FALLBACK_AFTER_SECONDS = 0.3
 NOTHING_PUBLISHED = "empty state (the first load is running: nothing is published yet)"
-# DuckDB buffer memory per connection; beyond it DuckDB spills to <warehouse>.tmp/. Bounds the
-# peak RSS of a run at production volume with room for the Python side.
-MEMORY_LIMIT = "1GB"
+# DuckDB buffer memory per connection, beyond which it spills to <warehouse>.tmp/: a share of
+# the machine's memory (the ``duckdb_memory_percent`` setting), the rest left to the Python side,
+# Dagster and the OS.
+DEFAULT_MEMORY_PERCENT = 40.0
+CGROUP_LIMIT = Path("/sys/fs/cgroup/memory.max")  # a container's bound (cgroup v2), "max" for none
+
+
+def machine_memory_bytes() -> int:
+    """The memory this process may use: the machine's, or its cgroup's limit when lower."""
+    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    try:
+        bound = CGROUP_LIMIT.read_text().strip()
+    except OSError:
+        return total
+    return min(total, int(bound)) if bound.isdigit() else total
+
+
+def memory_limit(percent: float = DEFAULT_MEMORY_PERCENT) -> str:
+    """DuckDB's ``memory_limit`` for ``percent`` of :func:`machine_memory_bytes`, in whole MiB."""
+    return f"{max(int(machine_memory_bytes() * percent / 100) >> 20, 1)}MiB"
 
 
 class _Held:
@@ -78,11 +95,12 @@ def _held(path: Path) -> _Held | None:
 class Warehouse:
     """The writer port on ``$HOME/warehouse.duckdb``. ``busy_timeout`` bounds the wait for the lock."""
 
-    def __init__(self, home: Path, busy_timeout: float = 60.0) -> None:
+    def __init__(self, home: Path, busy_timeout: float = 60.0, memory: str | None = None) -> None:
         self.home = Path(home)
         self.path = self.home / "warehouse.duckdb"
         self.lock_path = self.home / "warehouse.lock"
         self.busy_timeout = busy_timeout
+        self.memory = memory or memory_limit()  # DuckDB's memory_limit (``memory_limit``)
 
     @contextmanager
     def hold(self, timeout: float | None = None) -> Iterator[None]:
@@ -141,7 +159,7 @@ class Warehouse:
             wait = self.busy_timeout if timeout is None else timeout
             deadline = time.monotonic() + wait
             self._acquire(fd, deadline, wait)
-            con = _open_retrying(self.path, deadline, read_only=False)
+            con = _open_retrying(self.path, deadline, read_only=False, memory=self.memory)
             try:
                 segments.bind(con, self.home, create=True)
                 migrate(con)
@@ -189,10 +207,13 @@ class WarehouseReader:
     ``FALLBACK_AFTER_SECONDS`` instead, or, before the first refresh wrote it, an empty state
     (nothing is certified yet); ``source`` says which one the last ``read`` used."""
 
-    def __init__(self, home: Path, busy_timeout: float = 60.0, fallback: Path | None = None) -> None:
+    def __init__(
+        self, home: Path, busy_timeout: float = 60.0, fallback: Path | None = None, memory: str | None = None
+    ) -> None:
         self.path = Path(home) / "warehouse.duckdb"
         self.busy_timeout = busy_timeout
         self.fallback = fallback
+        self.memory = memory or memory_limit()
         self.source = "warehouse"
 
     @contextmanager
@@ -228,7 +249,7 @@ class WarehouseReader:
         copy = self.fallback if self.fallback is not None and self.fallback.exists() else None
         first = min(wait, FALLBACK_AFTER_SECONDS) if self.fallback is not None else wait
         try:
-            con = _open_retrying(self.path, time.monotonic() + first, read_only=True)
+            con = _open_retrying(self.path, time.monotonic() + first, read_only=True, memory=self.memory)
             segments.bind(con, self.path.parent, create=False)
             return con
         except ReplayError as busy:
@@ -239,7 +260,8 @@ class WarehouseReader:
             migrate(con)
             self.source = NOTHING_PUBLISHED
             return con
-        con = _open_retrying(copy, time.monotonic() + max(wait - first, POLL_SECONDS), read_only=True)
+        deadline = time.monotonic() + max(wait - first, POLL_SECONDS)
+        con = _open_retrying(copy, deadline, read_only=True, memory=self.memory)
         if one(con, "SELECT 1 FROM information_schema.tables WHERE table_name = 'partition_status'") is None:
             con.close()  # a copy refreshed before it mirrored the evidence
             raise ReplayError(ErrorCode.WAREHOUSE_BUSY, f"{self.path.name} is open in another process")
@@ -247,13 +269,11 @@ class WarehouseReader:
         return con
 
 
-def _open_retrying(path: Path, deadline: float, *, read_only: bool) -> duckdb.DuckDBPyConnection:
+def _open_retrying(path: Path, deadline: float, *, read_only: bool, memory: str) -> duckdb.DuckDBPyConnection:
     """Open the file, retrying while another process holds a conflicting DuckDB lock."""
     while True:
         try:
-            if read_only:
-                return duckdb.connect(str(path), read_only=True, config={"memory_limit": MEMORY_LIMIT})
-            return duckdb.connect(str(path), config={"memory_limit": MEMORY_LIMIT})
+            return duckdb.connect(str(path), read_only=read_only, config={"memory_limit": memory})
         except duckdb.IOException as exc:
             if "could not set lock" not in str(exc).lower():  # DuckDB's words for another process
                 raise ReplayError(

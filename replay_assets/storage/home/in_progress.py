@@ -70,6 +70,12 @@ def doing(home: Path, use_case: str, partition: str, run_id: str | None, now: dt
                 (home / FILE).unlink(missing_ok=True)
 
 
+def note_left(home: Path) -> bool:
+    """Whether anything is under the note's name, whatever it is and whoever left it: a writer
+    runs now, or one was killed before it removed its note."""
+    return os.path.lexists(Path(home) / FILE)
+
+
 def current(home: Path) -> dict[str, Any] | None:
     """The writer's note, if its owner is alive (without the owner's identity)."""
     note = _read(Path(home))

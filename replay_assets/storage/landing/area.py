@@ -13,7 +13,7 @@ import os
 from collections.abc import Generator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 import polars as pl
 
@@ -188,6 +188,7 @@ class DeliveryFile:
 
     declared: ManifestFile
     path: Path
+    uri: str | None = None  # where an engine's worker reads it instead (any scheme Arrow reads)
 
     @property
     def name(self) -> str:
@@ -211,7 +212,7 @@ class DeliveryFile:
         pending: list[str] = []
         problems: dict[int, LineProblem] = {}
         try:
-            with open_regular(self.path.parent, self.path.name) as fh:
+            with self._open() as fh:
                 blocks = (
                     iter([(parquet_lines(_read_all(fh, digest)), {})])
                     if self.name.endswith(".parquet")
@@ -236,6 +237,22 @@ class DeliveryFile:
         problem = verify_file(self.declared, digest.hexdigest(), events)
         if problem:
             raise DeliveryMismatch(problem)
+
+    def _open(self) -> BinaryIO:
+        """The file as a stream: a path as a regular file directly inside its folder; a URI
+        through Arrow's file system for its scheme, when it names a file (which that system
+        decides: a ``file://`` URI follows symlinks)."""
+        if self.uri is None:
+            return open_regular(self.path.parent, self.path.name)
+        from pyarrow import fs as pafs  # only where an engine's worker reads a URI
+
+        filesystem, path = pafs.FileSystem.from_uri(self.uri)
+        kind = filesystem.get_file_info(path).type
+        if kind == pafs.FileType.NotFound:
+            raise FileNotFoundError(self.name)  # never the URI (it may hold a key)
+        if kind != pafs.FileType.File:
+            raise NotRegularFile(f"{self.name} at its URI is not a file")
+        return cast(BinaryIO, filesystem.open_input_stream(path))
 
 
 def _take(problems: dict[int, LineProblem], below: int) -> dict[int, LineProblem]:

@@ -23,16 +23,12 @@ from collections.abc import Collection, Sequence
 
 import duckdb
 import polars as pl
-import polars_hash
 
 from replay_assets.core.events import TOMBSTONE_IMAGE_SHA, ValidationContext
-from replay_assets.core.line_grammar import AFTER, GRAMMARS, SORTED, STAGED_COLUMNS, WITH_VERSION
-from replay_assets.storage.landing.validation import T1_IMAGE, T1_KEY, T1_STRUCT, events_sql
-
-# Rust's regex syntax takes the grammars as written; anchored, since ``contains`` searches
-_PATTERNS = [f"^(?:{grammar.pattern})$" for _, grammar, _ in GRAMMARS]
-_ENTITY = pl.Series([entity for entity, _, _ in GRAMMARS], dtype=pl.String)
-_SORTED = pl.Series([int(sort) for _, _, sort in GRAMMARS], dtype=pl.Int32)
+from replay_assets.core.line_grammar import AFTER, SORTED, STAGED_COLUMNS, WITH_VERSION
+from replay_assets.storage.landing.grammar import matches, sha256_hex
+from replay_assets.storage.landing.validation import T1_IMAGE, T1_KEY, T1_STRUCT
+from replay_assets.storage.rules.staged_events import events_sql
 
 _SQL = f"""
 WITH parsed AS MATERIALIZED (
@@ -61,12 +57,6 @@ WITH parsed AS MATERIALIZED (
 SELECT * FROM ({events_sql("checked", hashed=False, carry=("rendering",))})"""
 
 
-def sha256_hex(name: str) -> pl.Expr:
-    """The lowercase hex sha256 of each text's UTF-8 bytes (what ``hashlib`` gives; NULL stays
-    NULL), in Rust: about a third of ``hashlib``'s cost a line, which pays for a Python object."""
-    return polars_hash.col(name).chash.sha2_256()
-
-
 _DUCKDB: list[duckdb.DuckDBPyConnection] = []
 _LOCK = threading.Lock()
 
@@ -85,24 +75,6 @@ def certify(ctx: ValidationContext, lines: Sequence[str], skip: Collection[int] 
     the line's index in ``lines``; ints as Int64; ``rendering``: how the line was written).
     Lines whose index is in ``skip`` are never certified."""
     return hashed(extract(ctx, matches(lines, skip)))
-
-
-def matches(lines: Sequence[str], skip: Collection[int] = ()) -> pl.DataFrame:
-    """The lines one of the grammars matches whole (``line_number``: the index in ``lines``;
-    ``entity`` and ``sorted``: the grammar's), in line order."""
-    frame = pl.DataFrame({"line": lines}, schema={"line": pl.String}).with_row_index("line_number")
-    grammar = pl.repeat(-1, frame.height, dtype=pl.Int8, eager=True)
-    rest = frame.filter(~pl.col("line_number").is_in(list(skip))) if skip else frame
-    for index, pattern in enumerate(_PATTERNS):
-        if rest.is_empty():
-            break
-        hit = rest["line"].str.contains(pattern)
-        grammar = grammar.scatter(rest.filter(hit)["line_number"], index)
-        rest = rest.filter(~hit)
-    matched = frame.with_columns(grammar=grammar).filter(pl.col("grammar") >= 0)
-    return matched.with_columns(
-        entity=_ENTITY.gather(matched["grammar"]), sorted=_SORTED.gather(matched["grammar"])
-    )
 
 
 def extract(ctx: ValidationContext, matched: pl.DataFrame) -> pl.DataFrame:

@@ -23,7 +23,8 @@ import polars as pl
 from replay_assets.core.events import ValidationContext
 from replay_assets.storage.home.files import LineProblem
 from replay_assets.storage.home.segment_files import LINES_FILE_SCHEMA, STAGED_FILE_SCHEMA, Written, write
-from replay_assets.storage.landing.certify import certify, sha256_hex
+from replay_assets.storage.landing.certify import certify
+from replay_assets.storage.landing.grammar import sha256_hex
 
 LINES_FILE = "lines.parquet"
 STAGED_FILE = "staged.parquet"

@@ -24,10 +24,16 @@ from replay_assets.core.events import (
     ENVELOPE_REQUIRED,
     ID_PATTERN,
     ORDER_IMAGE,
-    TOMBSTONE_IMAGE_SHA,
     ValidationContext,
 )
 from replay_assets.storage.db.warehouse import query_frame
+from replay_assets.storage.rules.staged_events import CUSTOMER as _CUSTOMER
+from replay_assets.storage.rules.staged_events import IMAGE_INTS as _IMAGE_INTS
+from replay_assets.storage.rules.staged_events import concat_sql as _concat
+from replay_assets.storage.rules.staged_events import events_sql
+from replay_assets.storage.rules.staged_events import image_sql as _image
+from replay_assets.storage.rules.staged_events import json_object as _object
+from replay_assets.storage.rules.staged_events import piece as _piece
 
 ID_RE = ID_PATTERN.pattern
 INT_MAX = 10**12
@@ -67,40 +73,8 @@ _TEXTS += [f"a_{n}" for n in T1_IMAGE if n not in ("line_no", "quantity", "amoun
 _INTS = ["source_seq", "k_line_no", "a_line_no", "a_quantity", "a_amount_minor", "a_cost_minor"]
 _VALUES = ",\n        ".join([*(_text(n) for n in _TEXTS), *(_int(n) for n in _INTS)])
 
-_IMAGE_INTS = ("line_no", "quantity", "amount_minor", "cost_minor")
 _T1_INTS = ["source_seq", "k_line_no", *(f"a_{n}" for n in _IMAGE_INTS)]
-_CUSTOMER = list(CUSTOMER_IMAGE)
 _BIGINT = {"source_seq", "schema_version", "version", "line_no", *_IMAGE_INTS}
-
-
-# Renderings use concat(), many arguments in one call: chained || allocates at every step
-# (docs/facts.md). concat() reads NULL as '', which cannot fake a match: every value follows a
-# literal '"name":' prefix, and valid JSON has a non-empty value text there.
-def _concat(parts: list[str]) -> str:
-    return "concat(" + ", ".join(parts) + ")"
-
-
-def _piece(name: str, column: str, quoted: bool) -> list[str]:
-    """``"name":value`` (a JSON string when ``quoted``) as concat() arguments."""
-    if quoted:
-        return ["'\"" + name + '":"\'', column, "'\"'"]
-    return ["'\"" + name + "\":'", column]
-
-
-def _object(fields: list[tuple[str, str, bool]]) -> str:
-    """SQL rendering a compact JSON object of these columns in this field order."""
-    parts = ["'{'"]
-    for i, field in enumerate(fields):
-        parts += (["','"] if i else []) + _piece(*field)
-    return _concat([*parts, "'}'"])
-
-
-def _image(order: list[str], customer: list[str]) -> str:
-    def fields(names: list[str]) -> list[tuple[str, str, bool]]:
-        return [(n, f"a_{n}", n not in _IMAGE_INTS) for n in names]
-
-    return f"""CASE entity WHEN 'order_line' THEN {_object(fields(order))}
-        WHEN 'customer' THEN {_object(fields(customer))} END"""
 
 
 def _key(order: list[str]) -> str:
@@ -212,46 +186,6 @@ def _checked(source: str, lists: bool) -> str:
                 AND strlen(a_name) BETWEEN 1 AND 200
                 AND strlen(a_segment) BETWEEN 1 AND 200 END)) AS ok
     FROM {source}"""
-
-
-def events_sql(source: str, *, hashed: bool, carry: tuple[str, ...] = ()) -> str:
-    """The staged-event columns of the relation ``source`` (SQL text of our own) of checked,
-    typed values (``entity``, ``op``, ``event_id``, ``event_time``, ``source_seq``, ``version``,
-    ``k_*`` and ``a_*``). With ``hashed``, ``content_sha256`` and ``image_sha256``; without, the
-    canonical texts they are the sha256 of, as ``content_json`` and ``image_json`` (NULL for a
-    delete, whose image sha256 is the tombstone marker). ``carry`` names more columns to keep."""
-    content = """concat('{"after":', coalesce(image_json, 'null'), ',"entity":"', entity, '","event_id":"',
-        event_id, '","event_time":"', event_time, '","key":', key_object, ',"op":"', op,
-        '","schema_version":1,"source_seq":', source_seq, ',"version":', version, '}')"""
-    hashes = (
-        f"sha256({content}) AS content_sha256, "
-        f"coalesce(sha256(image_json), '{TOMBSTONE_IMAGE_SHA}') AS image_sha256"
-        if hashed
-        else f"{content} AS content_json, image_json"
-    )
-    return f"""
-SELECT line_number, event_id, source_seq, entity, op, key, version, event_time, {hashes},
-    CASE WHEN entity = 'order_line' THEN k_order_id END AS order_id,
-    CASE WHEN entity = 'order_line' THEN k_line_no END AS line_no,
-    CASE WHEN op = 'upsert' AND entity = 'order_line' THEN a_store_id END AS store_id,
-    CASE WHEN entity = 'customer' THEN k_customer_id WHEN op = 'upsert' THEN a_customer_id END AS customer_id,
-    CASE WHEN op = 'upsert' THEN a_product_id END AS product_id,
-    CASE WHEN op = 'upsert' THEN a_business_date END AS business_date,
-    CASE WHEN op = 'upsert' THEN a_quantity END AS quantity,
-    CASE WHEN op = 'upsert' THEN a_amount_minor END AS amount_minor,
-    CASE WHEN op = 'upsert' THEN a_cost_minor END AS cost_minor,
-    CASE WHEN op = 'upsert' THEN a_status END AS status,
-    CASE WHEN op = 'upsert' THEN a_name END AS name,
-    CASE WHEN op = 'upsert' THEN a_segment END AS segment{"".join(f", {c}" for c in carry)}
-FROM (
-    SELECT *,
-        CASE WHEN entity = 'order_line' THEN concat('["', k_order_id, '",', k_line_no, ']')
-             ELSE concat('["', k_customer_id, '"]') END AS key,
-        CASE WHEN entity = 'order_line'
-             THEN concat('{{"line_no":', k_line_no, ',"order_id":"', k_order_id, '"}}')
-             ELSE concat('{{"customer_id":"', k_customer_id, '"}}') END AS key_object,
-        CASE WHEN op <> 'delete' THEN {_image(sorted(_ORDER), sorted(_CUSTOMER))} END AS image_json
-    FROM {source})"""
 
 
 _SQL = rf"""

@@ -124,8 +124,7 @@ def refresh(con: duckdb.DuckDBPyConnection, home: Path) -> list[str]:
     if written or not (root / "publications.parquet").exists():
         _export(con, root / "publications.parquet", "SELECT * FROM publications ORDER BY ALL")
         _ensure_placeholders(con, root)
-    for table in EVIDENCE_TABLES:  # names from this module only
-        _export(con, root / "evidence" / f"{table}.parquet", f"SELECT * FROM {table}")
+    _refresh_evidence(con, root / "evidence", done.setdefault("evidence", {}))
     _drop_covered_history(root / "history", done)
     _ensure_views(home, root, done)
     record = json.dumps(done, sort_keys=True).encode()
@@ -133,6 +132,23 @@ def refresh(con: duckdb.DuckDBPyConnection, home: Path) -> list[str]:
         atomic_write(state_path, record)
     published_state.drop_unlisted(root, done)
     return written
+
+
+def _refresh_evidence(con: duckdb.DuckDBPyConnection, root: Path, marks: dict[str, str]) -> None:
+    """Each evidence table whose content changed since the refresh that wrote its file, mirrored
+    whole; an unchanged one keeps its file. A table's mark is its columns, row count and two
+    order-free sums of its rows' hashes: any row added, removed or changed moves it."""
+    for table in EVIDENCE_TABLES:  # names from this module only
+        path = root / f"{table}.parquet"
+        columns = [(c[0], str(c[1])) for c in con.execute(f"SELECT * FROM {table} LIMIT 0").description]
+        sums = con.execute(
+            f"""SELECT count(*), bit_xor(h), CAST(sum(CAST(h AS HUGEINT)) AS VARCHAR)
+            FROM (SELECT hash(*COLUMNS(*)) AS h FROM {table})"""
+        ).fetchall()[0]
+        mark = sha256_text(canonical_json([columns, sums[0], str(sums[1]), sums[2]]))
+        if marks.get(table) != mark or not path.exists():
+            _export(con, path, f"SELECT * FROM {table}")
+            marks[table] = mark
 
 
 def _refresh_history(con: duckdb.DuckDBPyConnection, root: Path, done: dict[str, Any]) -> list[str]:

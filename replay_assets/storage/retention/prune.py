@@ -6,7 +6,10 @@ violations, publications, snapshots and every key's newest row as of the date, t
 included, so the state as of the pruned date and every later one is exact.
 
 Pruned in load-date order, the history of dates up to the last pruned one holds one row per key
-(each date removes what it superseded), and each pruning reads only that date's own keys."""
+(each date removes what it superseded), and each pruning reads only that date's own keys.
+
+The evidence of work done before the pruned date was applied goes with it, by the rules both
+engines share (``rules/retention.py``, which says what goes and what stays)."""
 
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ from replay_assets.core.events import canonical_json, sha256_text
 from replay_assets.storage.apply import latest
 from replay_assets.storage.db import segments
 from replay_assets.storage.db.warehouse import one
+from replay_assets.storage.rules.retention import PRUNED_EVIDENCE
 from replay_assets.storage.rules.tables import HISTORY_KEYS, PER_DATE, PRUNED_THROUGH
 
 
@@ -56,6 +60,7 @@ def prune_load_date(
     removed["history_rows"] = history
     # an adapter's source records go with the raw receipts they became (not counted apart)
     con.execute("DELETE FROM source_records WHERE load_date = $day", params)
+    _prune_evidence(con, params)
     latest.drop_changes(con, day)
     con.execute(
         "INSERT INTO pruned_load_dates (load_date, operation_id, retention_load_dates, raw_receipts, "
@@ -73,6 +78,13 @@ def prune_load_date(
     )
     con.execute("INSERT OR REPLACE INTO pointers (name, value) VALUES (?, ?)", [PRUNED_THROUGH, day])
     return removed
+
+
+def _prune_evidence(con: duckdb.DuckDBPyConnection, params: dict[str, object]) -> None:
+    """The journal's, attempts' and costs' rows of work before the pruned date was applied, by
+    the shared rules (``rules/retention.py``, which says what stays)."""
+    for rule in PRUNED_EVIDENCE:
+        con.execute(f"DELETE FROM {rule.table} t USING ({rule.select}) s WHERE {rule.match()}", params)
 
 
 def pruned_digest(con: duckdb.DuckDBPyConnection, day: str) -> str | None:

@@ -43,11 +43,14 @@ WITH landing AS (
     SELECT partition_key AS load_date, max_by(cpu_seconds, recorded_at) AS cpu,
            max_by(wall_seconds, recorded_at) AS wall
     FROM costs WHERE step = 'apply' GROUP BY partition_key
-), batches AS (
-    SELECT load_date, batch_id, source_events, accepted, rejected, skipped_duplicate, skipped_stale, status,
-           source_events / nullif(sum(CASE WHEN status <> 'SKIPPED' THEN source_events END)
-               OVER (PARTITION BY load_date), 0) AS share
+), totals AS (
+    SELECT *, sum(CASE WHEN status <> 'SKIPPED' THEN source_events END)
+               OVER (PARTITION BY load_date) AS date_events
     FROM reconciliation
+), batches AS (  -- a CASE, not nullif, which Sail's cluster mode may fail to find (docs/facts.md)
+    SELECT load_date, batch_id, source_events, accepted, rejected, skipped_duplicate, skipped_stale, status,
+           CASE WHEN date_events = 0 THEN NULL ELSE source_events / date_events END AS share
+    FROM totals
 )
 SELECT b.load_date, b.batch_id, b.status, b.source_events, b.accepted, b.rejected, b.skipped_duplicate,
        b.skipped_stale, coalesce(l.bytes_read, 0) AS bytes_read,

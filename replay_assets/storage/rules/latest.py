@@ -19,3 +19,16 @@ LATEST = {
 _ROW = ("version", "source_seq", "image_sha256", "load_date")
 COLUMNS = {"order_history": (*ORDER_COLUMNS, *_ROW), "customer_history": (*CUSTOMER_COLUMNS, *_ROW)}
 DROPPED = "latest_changes_dropped"  # pointer: the newest change pruning removed from the log
+
+
+def differences(history: str) -> str:
+    """How many rows the latest table of ``history`` and each key's newest history row differ by
+    (the audit: 0 while the invariant holds). Named columns, so Spark's rendering of ``QUALIFY``
+    (a subquery with a row-number column) leaves the row shape as DuckDB's."""
+    latest, key, _entity, _part = LATEST[history]
+    columns = ", ".join(COLUMNS[history])
+    newest = f"""SELECT {columns} FROM {history}
+        QUALIFY row_number() OVER (PARTITION BY {", ".join(key)} ORDER BY load_date DESC) = 1"""
+    held = f"SELECT {columns} FROM {latest}"
+    return f"""SELECT count(*) AS n FROM (({held} EXCEPT ALL {newest})
+        UNION ALL ({newest} EXCEPT ALL {held})) d"""

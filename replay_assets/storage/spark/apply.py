@@ -1,88 +1,94 @@
 """Applying a load date on Delta: the Spark adapter's steps (``storage/apply/steps.py``) that stage
-the fold and write what it decided. Each step is the DuckDB step's statement (``storage/apply``)
-in Spark SQL over the unit's tables at its head, with the same rule (its DuckDB docstring says
-which). The fold's staging is kept in scratch Delta tables the engine writes and reads back
-(``UnitBase.kept``; no row comes to this process): a Spark Connect plan is analysed again at every
-action, so a view over the tables would otherwise change under the steps that write them.
-
-The latest tables' steps are in ``latest.py``, the gate's in ``gate.py``; ``SparkApplySteps``
-is all of them.
+the fold and write what it decided, and the apply port's writes. Each step is the DuckDB step's
+statement (``storage/apply``) in Spark SQL over the unit's tables at its head, with the same rule
+(its DuckDB docstring says which). The fold's staging is kept in scratch Delta tables the engine
+writes and reads back (``UnitBase.kept``; no row comes to this process): a Spark Connect plan is
+analysed again at every action, so a view over the tables would otherwise change under the steps
+that write them. The latest tables' steps are in ``latest.py``, the gate's in ``gate.py``.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from pathlib import Path
+from collections.abc import Sequence
 
 import polars as pl
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from replay_assets.core.aggregate import Controls
 from replay_assets.core.errors import Violation
 from replay_assets.core.fold import Outcome
+from replay_assets.core.gate import CheckOutcome
 from replay_assets.core.plan import DatePlan
 from replay_assets.core.state import Counts
 from replay_assets.core.status import PartitionStatus
-from replay_assets.storage.apply import steps
 from replay_assets.storage.apply.load_date import ApplyResult, apply_load_date
 from replay_assets.storage.apply.steps import counts_of
-from replay_assets.storage.publish.procedure import Published, publish_aggregates
 from replay_assets.storage.rules.apply import AFFECTED_GROUPS, GROUP_DATES, HISTORY_ROWS
 from replay_assets.storage.spark import schema
 from replay_assets.storage.spark.dialect import shared
-from replay_assets.storage.spark.facts import FactsOps
+from replay_assets.storage.spark.evidence import EvidenceWriting
+from replay_assets.storage.spark.facts import ApplyReading
 from replay_assets.storage.spark.fold import fold
 from replay_assets.storage.spark.frames import to_polars
-from replay_assets.storage.spark.gate import GateSteps
-from replay_assets.storage.spark.latest import LatestSteps, log_removal
-from replay_assets.storage.spark.publish import SparkPublishSteps
-from replay_assets.storage.spark.stepbase import DELETE_DAY, StepBase, append_from_engine, cast_to
+from replay_assets.storage.spark.gate import SparkGateSteps
+from replay_assets.storage.spark.latest import advance_latest, log_removal, retract_latest
+from replay_assets.storage.spark.stepbase import (
+    DELETE_DAY,
+    append_from_engine,
+    cast_to,
+    keep,
+    latest_holds_before,
+    local_view,
+)
+from replay_assets.storage.spark.unit import On, UnitBase
 
 VIOLATION = Outcome.VIOLATION.value
 _STAGED = ("_batches", "_events", "_committed", "_registry", "_folded", "_groups")
 
 
-class WriteSteps(LatestSteps):
-    # ------------------------------------------------------------------ what is applied
-
+class SparkFoldSteps(On):
     def applied_identity(self, day: str) -> str | None:
-        found = self.unit.rows(self._table("load_dates").where(F.col("load_date") == F.lit(day)))
+        found = self.u.rows(self.u.frame("load_dates").where(F.col("load_date") == F.lit(day)))
         return str(found[0]["identity"]) if found else None
 
     def newest_applied(self) -> str | None:
-        found = self._table("load_dates").agg(F.max("load_date").alias("d")).collect()
+        found = self.u.frame("load_dates").agg(F.max("load_date").alias("d")).collect()
         return str(found[0]["d"]) if found and found[0]["d"] is not None else None
 
     def record_applied(self, day: str, identity: str, now: dt.datetime, run_id: str | None) -> None:
         row = {"load_date": day, "identity": identity, "applied_at": now, "run_id": run_id}
-        self.unit.merge("load_dates", [row], on=("load_date",), update=("identity", "applied_at", "run_id"))
-
-    # ------------------------------------------------------------------ the staged fold
+        self.u.merge("load_dates", [row], on=("load_date",), update=("identity", "applied_at", "run_id"))
 
     def stage_fold(self, batches: list[str], load_date: str) -> None:
         """``_events`` (numbered in application order: batch order, file, line), ``_committed``,
         ``_registry``, then ``_folded``: the DuckDB adapter's ``stage.py`` on this engine."""
-        self._local("_batches", pl.DataFrame({"batch_id": batches, "n": list(range(len(batches)))}))
-        events = self._sql(
+        local_view(self.u, "_batches", pl.DataFrame({"batch_id": batches, "n": list(range(len(batches)))}))
+        events = self.u.sql(
             """SELECT s.*, row_number() OVER (ORDER BY b.n, s.source_file, s.line_number) AS pos
             FROM {staged_events} s JOIN _batches b ON b.batch_id = s.batch_id WHERE s.load_date = :day""",
             day=load_date,
         )
-        self._keep("_events", events)
-        self._keep(
-            "_committed", self._sql(_committed_sql(self.latest_holds_before(load_date)), day=load_date)
+        keep(self.u, "_events", events)
+        keep(
+            self.u,
+            "_committed",
+            self.u.sql(_committed_sql(latest_holds_before(self.u, load_date)), day=load_date),
         )
         registry = """SELECT r.source, r.event_id, r.source_seq, r.content_sha256 FROM {event_registry} r
             LEFT SEMI JOIN _events i ON i.source = r.source AND i.{key} = r.{key} WHERE r.load_date < :day"""
-        self._keep(
+        keep(
+            self.u,
             "_registry",
-            self._sql(registry.replace("{key}", "event_id"), day=load_date)
-            .union(self._sql(registry.replace("{key}", "source_seq"), day=load_date))
+            self.u.sql(registry.replace("{key}", "event_id"), day=load_date)
+            .union(self.u.sql(registry.replace("{key}", "source_seq"), day=load_date))
             .distinct(),  # SQL's UNION, as DuckDB's stage has it: a row matched both ways once
         )
         # a view, not kept: it reads only the kept views above, and ``_folded`` is its one reader
         fold(self.spark).createOrReplaceTempView("_fold")
-        self._keep(
+        keep(
+            self.u,
             "_folded",
             self.spark.sql(
                 "SELECT e.*, f.outcome, f.rule, f.winner FROM _events e JOIN _fold f ON f.pos = e.pos"
@@ -95,24 +101,22 @@ class WriteSteps(LatestSteps):
             if view.name in staged and view.isTemporary:
                 self.spark.catalog.dropTempView(view.name)
 
-    # ------------------------------------------------------------------ the writes
-
     def batch_counts(self, plan: DatePlan) -> dict[str, Counts]:
         batches = [b.batch_id for b in plan.batches]
-        manifests = self._table("manifests").where(F.col("batch_id").isin(batches))
-        landed = {r["batch_id"]: r["source_events"] for r in self.unit.rows(manifests)}
+        manifests = self.u.frame("manifests").where(F.col("batch_id").isin(batches))
+        landed = {r["batch_id"]: r["source_events"] for r in self.u.rows(manifests)}
         rejected_rows = (
-            self._table("rejected_events").where(F.col("batch_id").isin(batches)).groupBy("batch_id")
+            self.u.frame("rejected_events").where(F.col("batch_id").isin(batches)).groupBy("batch_id")
         )
-        rejected = {r["batch_id"]: r["count"] for r in self.unit.rows(rejected_rows.count())}
-        tally = self.unit.rows(self.spark.table("_folded").groupBy("batch_id", "outcome").count())
+        rejected = {r["batch_id"]: r["count"] for r in self.u.rows(rejected_rows.count())}
+        tally = self.u.rows(self.spark.table("_folded").groupBy("batch_id", "outcome").count())
         outcomes = {(r["batch_id"], r["outcome"]): int(r["count"]) for r in tally}
         return counts_of(batches, landed, rejected, outcomes)
 
     def violations(self, plan: DatePlan) -> pl.DataFrame:
         """Schema-gate violations found at landing plus the fold's contract violations."""
         columns = ["batch_id", "source_file", "line_number", "event_id", "rule", "detail"]
-        gate = self._table("batch_violations").where(
+        gate = self.u.frame("batch_violations").where(
             F.col("batch_id").isin([b.batch_id for b in plan.batches])
             & (F.col("rule") == F.lit(Violation.UNSUPPORTED_SCHEMA_VERSION.value))
         )
@@ -125,49 +129,17 @@ class WriteSteps(LatestSteps):
         gate_rows = to_polars(gate.select(columns))
         return pl.concat([gate_rows.cast(fold_rows.schema), fold_rows]) if gate_rows.height else fold_rows
 
-    def affected_groups(self) -> list[str]:
-        """The (business_date, store_id) groups the winners leave and join, into ``_groups``."""
-        self._keep("_groups", shared(self.spark, AFFECTED_GROUPS))
-        return [str(r["business_date"]) for r in self.unit.rows(shared(self.spark, GROUP_DATES))]
-
-    def write_history(self, day: str) -> int:
-        """The winners as history rows of the load date; returns the rows written."""
-        written = 0
-        for table, rows in history_frames(self, day).items():
-            written += append_from_engine(self.unit, table, rows)
-        return written
-
-    def same_history(self, day: str) -> bool:
-        """Whether the folded winners are exactly the history rows the load date wrote."""
-        for table, rows in history_frames(self, day).items():
-            folded = cast_to(table, rows)
-            stored = self._table(table).where(F.col("load_date") == F.lit(day)).select(*folded.columns)
-            if stored.exceptAll(folded).limit(1).collect() or folded.exceptAll(stored).limit(1).collect():
-                return False  # compared in the engine, as multisets: no row comes to this process
-        return True
-
-    def candidate_rows(self, day: str) -> pl.DataFrame:
-        """The history rows a candidate would write (kept as Parquet when it fails the gate)."""
-        found = self._history(day)
-        return pl.concat([found["order_history"], found["customer_history"]], how="diagonal")
-
-    def _history(self, day: str) -> dict[str, pl.DataFrame]:
-        """The winners as the history rows of ``day``, by table: a delete is a tombstone (no
-        image, status ``deleted``)."""
-        args = {"day": day}
-        return {table: to_polars(shared(self.spark, rows, args)) for table, rows in HISTORY_ROWS.items()}
-
     def record_blocked(
         self, plan: DatePlan, found: pl.DataFrame, counts: dict[str, Counts], now: dt.datetime
     ) -> None:
         """Evidence of a blocked load date (``writes.record_blocked``); nothing of it is applied."""
         gate = Violation.UNSUPPORTED_SCHEMA_VERSION.value
-        earlier = self._table("batch_violations").where(
+        earlier = self.u.frame("batch_violations").where(
             F.col("batch_id").isin([b.batch_id for b in plan.batches]) & (F.col("rule") != F.lit(gate))
         )  # a blocked date's fold violations found before: replaced by this fold's
-        self.unit.merge_frame(
+        self.u.merge_frame(
             "batch_violations",
-            self._frame_of(to_polars(earlier.select("batch_id", "rule").distinct())),
+            self.u.local(to_polars(earlier.select("batch_id", "rule").distinct()).to_arrow()),
             "MERGE INTO {target} t USING {source} s ON t.batch_id = s.batch_id AND t.rule = s.rule "
             "WHEN MATCHED THEN DELETE",
             matches=("batch_id", "rule"),
@@ -176,10 +148,11 @@ class WriteSteps(LatestSteps):
         stamped = fold.with_columns(
             pl.lit(plan.load_date).alias("load_date"), pl.lit(now).alias("detected_at")
         )
-        self.unit.append_frames("batch_violations", [stamped])
+        self.u.append_frames("batch_violations", [stamped])
         blamed = sorted(set(found["batch_id"].to_list()))
         reason = f"batch {blamed[0]}: {found['detail'][0]}"
-        self.unit.insert_attempt(plan.load_date, plan.identity, status="BLOCKED", reason=reason, now=now)
+        evidence = EvidenceWriting(self.u)
+        evidence.insert_attempt(plan.load_date, plan.identity, status="BLOCKED", reason=reason, now=now)
         sources = {d.batch_id: d.source for d in plan.batches}
         zero = {"accepted": 0, "rejected": 0, "skipped_duplicate": 0, "skipped_stale": 0}
         rows = [
@@ -194,16 +167,25 @@ class WriteSteps(LatestSteps):
             for b in blamed
         ]
         update = [c for c in schema.schemas()["reconciliation"].names if c != "batch_id"]
-        self.unit.merge("reconciliation", rows, on=("batch_id",), update=update)
-        self.unit.set_status(
+        self.u.merge("reconciliation", rows, on=("batch_id",), update=update)
+        evidence.set_status(
             "current_orders", keys=[plan.load_date], status=PartitionStatus.BLOCKED, reason=reason, now=now
         )
+
+    def same_history(self, day: str) -> bool:
+        """Whether the folded winners are exactly the history rows the load date wrote."""
+        for table, rows in history_frames(self.u, day).items():
+            folded = cast_to(table, rows)
+            stored = self.u.frame(table).where(F.col("load_date") == F.lit(day)).select(*folded.columns)
+            if stored.exceptAll(folded).limit(1).collect() or folded.exceptAll(stored).limit(1).collect():
+                return False  # compared in the engine, as multisets: no row comes to this process
+        return True
 
     def undo_load_date(self, day: str, now: dt.datetime) -> None:
         """Before folding a load date again whole: its groups are re-queued, its writes removed
         (``writes.undo_load_date``)."""
         queued = pl.DataFrame({"load_date": [day], "queued_at": [now]})
-        self._merge_sql(
+        self.u.merge_rows(
             "restatement_queue",
             queued,
             """MERGE INTO {target} t USING {source} s ON t.load_date = s.load_date
@@ -211,11 +193,25 @@ class WriteSteps(LatestSteps):
                 queued_at = greatest(s.queued_at, timestamp_micros(unix_micros(t.queued_at) + 1))""",
             matches=("load_date",),
         )
-        log_removal(self, day)
-        gone = self._frame_of(pl.DataFrame({"load_date": [day]}))
+        log_removal(self.u, day)
+        gone = self.u.local(pl.DataFrame({"load_date": [day]}).to_arrow())
         for table in ("order_history", "customer_history", "event_registry"):
-            self.unit.merge_frame(table, gone, DELETE_DAY, matches=("load_date",))
-        self.retract_latest(day)
+            self.u.merge_frame(table, gone, DELETE_DAY, matches=("load_date",))
+        retract_latest(self.u, day)
+
+
+class SparkStateWrites(On):
+    def affected_groups(self) -> list[str]:
+        """The (business_date, store_id) groups the winners leave and join, into ``_groups``."""
+        keep(self.u, "_groups", shared(self.spark, AFFECTED_GROUPS))
+        return [str(r["business_date"]) for r in self.u.rows(shared(self.spark, GROUP_DATES))]
+
+    def write_history(self, day: str) -> int:
+        """The winners as history rows of the load date; returns the rows written."""
+        written = 0
+        for table, rows in history_frames(self.u, day).items():
+            written += append_from_engine(self.u, table, rows)
+        return written
 
     def register_events(self, day: str) -> None:
         """Every event id the load date carried, first by position, unless registered before."""
@@ -226,7 +222,7 @@ class WriteSteps(LatestSteps):
             LEFT ANTI JOIN _registry r USING (source, event_id) WHERE n = 1""",
             args={"violation": VIOLATION},
         )
-        append_from_engine(self.unit, "event_registry", first.withColumn("load_date", F.lit(day)))
+        append_from_engine(self.u, "event_registry", first.withColumn("load_date", F.lit(day)))
 
     def queue_groups(self, dates: list[str], day: str, now: dt.datetime) -> int:
         """Durably queue the affected groups; a group queued again is released no more and its
@@ -234,7 +230,7 @@ class WriteSteps(LatestSteps):
         groups = to_polars(self.spark.table("_groups"))
         if groups.height:
             rows = groups.with_columns(pl.lit(day).alias("load_date"), pl.lit(now).alias("queued_at"))
-            self._merge_sql(
+            self.u.merge_rows(
                 "restatement_queue",
                 rows,
                 """MERGE INTO {target} t USING {source} s
@@ -244,7 +240,7 @@ class WriteSteps(LatestSteps):
                 WHEN NOT MATCHED THEN INSERT *""",
             )
         if dates:
-            self.unit.set_status(
+            EvidenceWriting(self.u).set_status(
                 "daily_aggregates",
                 keys=dates,
                 status=PartitionStatus.PENDING_RESTATEMENT,
@@ -258,18 +254,20 @@ class WriteSteps(LatestSteps):
         seen = self.spark.table("_folded").where(F.col("outcome") != F.lit(VIOLATION))
         highest = {
             r["source"]: r["m"]
-            for r in self.unit.rows(seen.groupBy("source").agg(F.max("source_seq").alias("m")))
+            for r in self.u.rows(seen.groupBy("source").agg(F.max("source_seq").alias("m")))
         }
-        manifests = self._table("manifests").where(F.col("batch_id").isin([b.batch_id for b in plan.batches]))
+        manifests = self.u.frame("manifests").where(
+            F.col("batch_id").isin([b.batch_id for b in plan.batches])
+        )
         declared = {
             r["source"]: r["m"]
-            for r in self.unit.rows(manifests.groupBy("source").agg(F.max("seq_high").alias("m")))
+            for r in self.u.rows(manifests.groupBy("source").agg(F.max("seq_high").alias("m")))
         }
         for source in sorted({d.source for d in plan.batches}):
             candidates = [v for v in (declared.get(source), highest.get(source)) if v is not None]
             if candidates:
                 row = pl.DataFrame({"source": [source], "watermark": [max(candidates)], "load_date": [day]})
-                self._merge_sql(
+                self.u.merge_rows(
                     "watermarks",
                     row,
                     """MERGE INTO {target} t USING {source} s ON t.source = s.source
@@ -290,14 +288,28 @@ class WriteSteps(LatestSteps):
             for d in plan.batches
         ]
         update = [c for c in schema.schemas()["reconciliation"].names if c != "batch_id"]
-        self.unit.merge("reconciliation", rows, on=("batch_id",), update=update)
+        self.u.merge("reconciliation", rows, on=("batch_id",), update=update)
+
+    def candidate_rows(self, day: str) -> pl.DataFrame:
+        """The history rows a candidate would write (kept as Parquet when it fails the gate)."""
+        found = [
+            to_polars(shared(self.spark, HISTORY_ROWS[t], {"day": day}))
+            for t in ("order_history", "customer_history")
+        ]
+        return pl.concat(found, how="diagonal")
+
+    def advance_latest(self, day: str) -> None:
+        advance_latest(self.u, day)
+
+    def latest_holds_before(self, day: str) -> bool:
+        return latest_holds_before(self.u, day)
 
 
-def history_frames(steps: StepBase, day: str) -> dict[str, DataFrame]:
+def history_frames(u: UnitBase, day: str) -> dict[str, DataFrame]:
     """The winners as the history rows of ``day``, by table, as the engine's frames (the shared
     history-row statements): a delete is a tombstone (no image, status ``deleted``)."""
     return {
-        table: shared(steps.spark, rows, {"day": day}).select(*schema.schemas()[table].names)
+        table: shared(u.spark, rows, {"day": day}).select(*schema.schemas()[table].names)
         for table, rows in HISTORY_ROWS.items()
     }
 
@@ -330,19 +342,23 @@ def _committed_sql(from_latest: bool) -> str:
         FROM {newest(customers, "h.customer_id", customer_on)}"""
 
 
-class SparkApplySteps(WriteSteps, GateSteps):
-    """Every step of applying a load date on Delta (``storage/apply/steps.py``), each stage's
-    port typed over the same object."""
+class SparkApplySteps:
+    """Every step of applying a load date on Delta (``storage/apply/steps.py``), by stage."""
 
-    def __init__(self, unit: FactsOps) -> None:
-        super().__init__(unit)
-        self.fold: steps.FoldSteps = self
-        self.writes: steps.StateWrites = self
-        self.gate: steps.GateSteps = self
+    def __init__(self, u: UnitBase) -> None:
+        self.fold = SparkFoldSteps(u)
+        self.writes = SparkStateWrites(u)
+        self.gate = SparkGateSteps(u)
 
 
-class ApplyOps(FactsOps):
-    """The Spark unit's share of ``ApplyUnit`` and ``PublishUnit`` that applying a date needs."""
+class ApplyWriting(ApplyReading):
+    def record_attempt(
+        self, plan: DatePlan, *, status: PartitionStatus, reason: str, now: dt.datetime
+    ) -> None:
+        # keyed by the file fingerprints: replacing the broken file makes the date ready
+        evidence = EvidenceWriting(self.u)
+        evidence.insert_attempt(plan.load_date, plan.attempt_key, status=status.value, reason=reason, now=now)
+        evidence.set_status("current_orders", keys=[plan.load_date], status=status, reason=reason, now=now)
 
     def apply_load_date(
         self,
@@ -354,18 +370,27 @@ class ApplyOps(FactsOps):
         sealed_ok: bool = False,
         restate: bool = False,
     ) -> ApplyResult:
-        steps = SparkApplySteps(self)
+        steps = SparkApplySteps(self.u)
         return apply_load_date(
             steps, plan, first_date=first_date, run_id=run_id, now=now, sealed_ok=sealed_ok, restate=restate
         )
 
-    def target_digest(self, day: str, state_digest: str) -> str:
-        return SparkApplySteps(self).target_digest(day, state_digest)
-
     def undo_load_date(self, day: str, now: dt.datetime) -> None:
-        SparkApplySteps(self).undo_load_date(day, now)
+        SparkFoldSteps(self.u).undo_load_date(day, now)
 
-    def publish_aggregates(
-        self, home: Path, *, dates: list[str], run_id: str | None, now: dt.datetime
-    ) -> list[Published]:
-        return publish_aggregates(SparkPublishSteps(self), home, dates=dates, run_id=run_id, now=now)
+    def certify_state(
+        self,
+        day: str,
+        *,
+        digest: str,
+        outcomes: Sequence[CheckOutcome],
+        run_id: str | None,
+        now: dt.datetime,
+        repair_reason: str | None = None,
+    ) -> None:
+        SparkGateSteps(self.u).certify_state(
+            day, digest, outcomes, run_id, now=now, repair_reason=repair_reason
+        )
+
+    def write_snapshot(self, day: str, *, controls: Controls, rows: int, digest: str) -> None:
+        SparkGateSteps(self.u).write_snapshot(day, controls, rows, digest)

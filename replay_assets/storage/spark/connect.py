@@ -7,7 +7,8 @@ adapter's units run one at a time in it). A remote server is reached with a dead
 is down, or accepts connections and never answers, is ``REPLAY_WAREHOUSE_UNREACHABLE``, not a
 command that waits on the client's retries. Each session's client is closed when the process
 exits: pyspark's own exit hook sends the server a command through its retries, which never end
-once the server has stopped (a process that outlives its server would never exit)."""
+once the server has stopped (a process that outlives its server would never exit). A session the
+server has dropped (idle past its timeout) is replaced when the next unit begins (``SparkStore``)."""
 
 from __future__ import annotations
 
@@ -21,24 +22,31 @@ from pyspark.sql.connect.client import DefaultChannelBuilder
 
 from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.storage.spark.store import SparkStore
+from replay_assets.storage.spark.tables import EngineLanding
 
 _LOCK = threading.Lock()
 _SERVER: list[str] = []  # the embedded server's address, once started
-_STORES: dict[tuple[str, str], SparkStore] = {}
+_STORES: dict[tuple[str, str, EngineLanding | None], SparkStore] = {}
 
 
-def spark_store(remote: str, root: str, timeout: float) -> SparkStore:
-    """The process's store on the Delta warehouse at ``root`` through ``remote``; a server that
-    does not answer within ``timeout`` seconds is :class:`ReplayError` (WAREHOUSE_UNREACHABLE)."""
+def spark_store(remote: str, root: str, timeout: float, landing: EngineLanding | None = None) -> SparkStore:
+    """The process's store on the Delta warehouse at ``root`` through ``remote`` (the engine
+    reading the landing area at ``landing``, when set); a server that does not answer within
+    ``timeout`` seconds is :class:`ReplayError` (WAREHOUSE_UNREACHABLE)."""
     with _LOCK:
         address = _local_server() if remote == "local" else remote
-        store = _STORES.get((address, root))
+        store = _STORES.get((address, root, landing))
         if store is None:
             _await_server(address, timeout)
-            session = SparkSession.builder.remote(address).create()
-            atexit.register(_close, session)  # after pyspark's hook of this client, so it runs first
-            store = _STORES[(address, root)] = SparkStore(session, root)
+            store = SparkStore(_session(address), root, renew=lambda: _session(address), landing=landing)
+            _STORES[(address, root, landing)] = store
         return store
+
+
+def _session(address: str) -> SparkSession:
+    session = SparkSession.builder.remote(address).create()
+    atexit.register(_close, session)  # after pyspark's hook of this client, so it runs first
+    return session
 
 
 def _close(session: SparkSession) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import pickle
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 
 import pyarrow as pa
@@ -23,33 +23,33 @@ from replay_assets.core.gate import CheckOutcome
 from replay_assets.core.state import Counts
 from replay_assets.storage.apply.row_checks import RowChecks, Snapshot, check_rows
 from replay_assets.storage.publish import verdicts
+from replay_assets.storage.publish.steps import Candidate
+from replay_assets.storage.rules import by_change
 from replay_assets.storage.rules.digest import (
     ENTITIES,
     LIMBS,
     StateDigest,
     base_of,
     combine_by_change,
-    target_digest_of,
 )
 from replay_assets.storage.spark import row_checks_task, schema
-from replay_assets.storage.spark.facts import POINTER
-from replay_assets.storage.spark.frames import newest_per_key
+from replay_assets.storage.spark.dialect import over_tables
+from replay_assets.storage.spark.facts import (
+    POINTER,
+    SNAPSHOT,
+    certified_pointer,
+    digest_of_target,
+    published_partitions,
+)
+from replay_assets.storage.spark.publish import SparkPublicationWrites
 from replay_assets.storage.spark.row_checks_task import TAG
-from replay_assets.storage.spark.stepbase import StepBase
-
-_SNAPSHOT = (
-    "active_lines", "distinct_orders", "units", "amount_minor", "cost_minor", "gross_profit_minor",
-    "row_count", "content_sha256",
-)  # fmt: skip
-_ACTIVE = F.col("status") == F.lit("active")
+from replay_assets.storage.spark.unit import On, UnitBase
 
 
-class GateSteps(StepBase):
-    # ------------------------------------------------------------------ the base a date builds on
-
+class SparkGateSteps(On):
     def previous_date(self, day: str) -> str | None:
         found = (
-            self._table("load_dates")
+            self.u.frame("load_dates")
             .where(F.col("load_date") < F.lit(day))
             .agg(F.max("load_date").alias("d"))
         )
@@ -57,77 +57,44 @@ class GateSteps(StepBase):
         return str(value) if value is not None else None
 
     def digest_base(self, before: str | None) -> tuple[StateDigest, Controls]:
-        return base_of(before, self)
-
-    def stored_sums(self, day: str) -> StateDigest | None:
-        rows = self.unit.rows(self._table("state_digests").where(F.col("load_date") == F.lit(day)))
-        sums = {str(r["entity"]): (int(r["rows"]), *(int(r[f"s{i}"]) for i in range(LIMBS))) for r in rows}
-        return StateDigest(sums) if set(sums) == set(ENTITIES) else None
-
-    def stored_controls(self, day: str) -> Controls | None:
-        rows = self.unit.rows(self._table("snapshots").where(F.col("load_date") == F.lit(day)))
-        return Controls(*(int(rows[0][c]) for c in _SNAPSHOT[:6])) if rows else None
-
-    def intact(self, day: str, sums: StateDigest) -> bool:
-        snapshot = self.unit.rows(self._table("snapshots").where(F.col("load_date") == F.lit(day)))
-        recorded = self._table("operations").where(
-            F.col("kind").isin("apply_load_date", "repair_apply_load_date")
-            & (F.col("partition_key") == F.lit(day))
-            & (F.col("state") == F.lit("COMPLETE"))
-        )
-        newest = self.unit.rows(recorded.orderBy(F.col("updated_at").desc()).limit(1))
-        return (
-            bool(snapshot)
-            and snapshot[0]["content_sha256"] == sums.content_sha256
-            and bool(newest)
-            and newest[0]["target_sha256"] == self.target_digest(day, sums.content_sha256)
-        )
-
-    def full_sums(self, day: str) -> StateDigest:
-        return StateDigest({e: self._sums(self._as_of(e, day), e) for e in ENTITIES})
-
-    def recomputed_controls(self, day: str) -> Controls:
-        return Controls(*self._controls_of(self._as_of("orders", day)))
-
-    # ------------------------------------------------------------------ what the date changed
+        return base_of(before, StoredSums(self.u))
 
     def digest_change(self, day: str, first: bool = False, *, from_latest: bool = False) -> StateDigest:
-        written = StateDigest({e: self._sums(self._written(e, day), e) for e in ENTITIES})
+        def sums(rows: Callable[[str, tuple[str, ...]], str]) -> StateDigest:
+            return StateDigest(
+                {e: _sums(_rows(self.u, rows(t, k), day), e) for e, (t, _c, k) in ENTITIES.items()}
+            )
+
+        written = sums(lambda table, _key: by_change.written(table))
         if first:
             return written
-        replaced = StateDigest({e: self._sums(self._replaced(e, day, from_latest), e) for e in ENTITIES})
-        return written.plus(replaced, sign=-1)
+        return written.plus(sums(lambda table, key: by_change.replaced(table, key, from_latest)), sign=-1)
 
     def controls_by_change(
         self, day: str, base: Controls, first: bool = False, *, from_latest: bool = False
     ) -> tuple[Controls, Controls]:
+        def of(rows_sql: str) -> tuple[int, ...]:
+            return _controls_of(self.u, rows_sql, day)
+
         nothing: tuple[int, ...] = (0,) * 6
-        written = self._controls_of(self._written("orders", day))
+        written = of(by_change.written("order_history"))
         if first:
             after, before, replaced = written, nothing, nothing
         else:
-            touched = self._written("orders", day).select("order_id").distinct()
-            if from_latest:
-                prior = self._table("order_latest").join(touched, "order_id", "left_semi")
-                keys = self._written("orders", day).select("order_id", "line_no")
-                kept = prior.join(keys, ["order_id", "line_no"], "left_anti")
-                later = kept.unionByName(self._written("orders", day))
-            else:
-                prior = self._newest_rows("orders", day, inclusive=False, within=touched)
-                later = self._newest_rows("orders", day, inclusive=True, within=touched)
-            after, before = self._controls_of(later), self._controls_of(prior)
-            replaced = self._controls_of(self._replaced("orders", day, from_latest))
+            after = of(by_change.lines_of_touched(after=True, from_latest=from_latest))
+            before = of(by_change.lines_of_touched(after=False, from_latest=from_latest))
+            replaced = of(by_change.replaced("order_history", ("order_id", "line_no"), from_latest))
         return combine_by_change(base, written=written, replaced=replaced, after=after, before=before)
 
     def check_written(self, day: str) -> RowChecks:
-        return checked_in_engine(self, day)
-
-    # ------------------------------------------------------------------ certification
+        """The row-level gate over the rows ``day`` wrote, run by the engine (``engine_row_checks``)."""
+        written = {e: _rows(self.u, by_change.written(t), day) for e, (t, _c, _k) in ENTITIES.items()}
+        return engine_row_checks(written)
 
     def state_checks(
         self, day: str, snapshot: Snapshot, counts: dict[str, Counts], first: str, recomputed: Controls
     ) -> Sequence[CheckOutcome]:
-        certified = self.certified_load_dates()
+        certified = set(published_partitions(self.u, "current_orders"))
         return verdicts.state_checks(
             day, snapshot, counts, first=first, recomputed=recomputed, certified=certified
         )
@@ -141,67 +108,20 @@ class GateSteps(StepBase):
         now: dt.datetime,
         repair_reason: str | None = None,
     ) -> None:
-        """Publish the load date's snapshot and move the consumer pointer to it (never backwards)."""
-        self.record_publication(
-            "current_orders",
-            day,
-            as_of=day,
-            digest=digest,
-            outcomes=outcomes,
-            run_id=run_id,
-            now=now,
-            repair_reason=repair_reason,
+        """Publish the load date's snapshot (as a publication of aggregates is) and move the
+        consumer pointer to it (never backwards)."""
+        u, candidate = self.u, Candidate(day, digest, tuple(outcomes))
+        writes = SparkPublicationWrites(u)
+        writes.record_publications(
+            "current_orders", [candidate], as_of=day, run_id=run_id, now=now, repair_reason=repair_reason
         )
-        pointer = self.certified_pointer()
+        pointer = certified_pointer(u)
         if pointer is None or pointer < day:
-            self.unit.merge("pointers", [{"name": POINTER, "value": day}], on=("name",), update=("value",))
-
-    def certified_pointer(self) -> str | None:
-        return self.unit.certified_pointer()
-
-    def record_publication(
-        self,
-        asset: str,
-        key: str,
-        as_of: str,
-        digest: str,
-        outcomes: Sequence[CheckOutcome],
-        run_id: str | None,
-        now: dt.datetime,
-        repair_reason: str | None = None,
-    ) -> int | None:
-        """A new version when ``verdicts.publishing`` says so, with the partition's status."""
-        decided = verdicts.publishing(self.last_publication(asset, key), as_of, digest, repair_reason)
-        if decided.version is None:
-            self.unit.set_status(asset, keys=[key], status=decided.status, reason=decided.reason, now=now)
-            return None
-        row = {
-            "asset": asset,
-            "partition_key": key,
-            "version": decided.version,
-            "as_of_load_date": as_of,
-            "content_sha256": digest,
-            "checks": verdicts.checks_json(outcomes),
-            "certified_at": now,
-            "run_id": run_id,
-            "reason": decided.reason,
-        }
-        self.unit.append("publications", [row])
-        last_good = (decided.version, digest)
-        self.unit.set_status(
-            asset, keys=[key], status=decided.status, reason=decided.reason, now=now, last_good=last_good
-        )
-        return decided.version
-
-    def certified_load_dates(self) -> set[str]:
-        return set(self.unit.published_partitions("current_orders"))
-
-    def last_publication(self, asset: str, key: str) -> tuple[int, str, str] | None:
-        return self.unit.last_publication(asset, key)
+            u.merge("pointers", [{"name": POINTER, "value": day}], on=("name",), update=("value",))
 
     def write_snapshot(self, day: str, controls: Controls, rows: int, digest: str) -> None:
-        row = {"load_date": day, **dict(zip(_SNAPSHOT, (*controls.as_tuple(), rows, digest), strict=True))}
-        self.unit.merge("snapshots", [row], on=("load_date",), update=_SNAPSHOT)
+        row = {"load_date": day, **dict(zip(SNAPSHOT, (*controls.as_tuple(), rows, digest), strict=True))}
+        self.u.merge("snapshots", [row], on=("load_date",), update=SNAPSHOT)
 
     def store_digest(self, day: str, digest: StateDigest) -> None:
         rows = [
@@ -214,73 +134,72 @@ class GateSteps(StepBase):
             for entity, sums in digest.sums.items()
         ]
         update = ("rows", *(f"s{i}" for i in range(LIMBS)))
-        self.unit.merge("state_digests", rows, on=("load_date", "entity"), update=update)
+        self.u.merge("state_digests", rows, on=("load_date", "entity"), update=update)
 
-    def target_digest(self, day: str, state_sha256: str) -> str:
-        snapshot = self.unit.rows(self._table("snapshots").where(F.col("load_date") == F.lit(day)))
-        values = [snapshot[0][c] for c in _SNAPSHOT] if snapshot else None
-        publication = self.last_publication("current_orders", day)
-        return target_digest_of(state_sha256, values, publication[1] if publication else None)
 
-    # ------------------------------------------------------------------ row sets and their sums
+class StoredSums(On):
+    """What ``rules.digest.base_of`` and re-verification read of a certified load date."""
 
-    def _written(self, entity: str, day: str) -> DataFrame:
-        return self._table(ENTITIES[entity][0]).where(F.col("load_date") == F.lit(day))
+    def stored_sums(self, day: str) -> StateDigest | None:
+        rows = self.u.rows(self.u.frame("state_digests").where(F.col("load_date") == F.lit(day)))
+        sums = {str(r["entity"]): (int(r["rows"]), *(int(r[f"s{i}"]) for i in range(LIMBS))) for r in rows}
+        return StateDigest(sums) if set(sums) == set(ENTITIES) else None
 
-    def _replaced(self, entity: str, day: str, from_latest: bool) -> DataFrame:
-        """The rows the keys ``day`` wrote had before it (``state_digest._replaced``)."""
-        _table, _columns, key = ENTITIES[entity]
-        keys = self._written(entity, day).select(list(key)).distinct()
-        if from_latest:
-            latest = "order_latest" if entity == "orders" else "customer_latest"
-            return self._table(latest).join(keys, list(key), "left_semi")
-        return self._newest_rows(entity, day, inclusive=False, within=keys)
+    def stored_controls(self, day: str) -> Controls | None:
+        rows = self.u.rows(self.u.frame("snapshots").where(F.col("load_date") == F.lit(day)))
+        return Controls(*(int(rows[0][c]) for c in SNAPSHOT[:6])) if rows else None
 
-    def _newest_rows(self, entity: str, day: str, *, inclusive: bool, within: DataFrame) -> DataFrame:
-        """Each key's newest row before ``day`` (or as of it), among the keys of ``within``'s
-        columns (the orders when ``within`` names only ``order_id``)."""
-        table, _columns, key = ENTITIES[entity]
-        when = F.col("load_date") <= F.lit(day) if inclusive else F.col("load_date") < F.lit(day)
-        rows = self._table(table).where(when).join(within, within.columns, "left_semi")
-        return newest_per_key(rows, key)
-
-    def _as_of(self, entity: str, day: str) -> DataFrame:
-        table, _columns, key = ENTITIES[entity]
-        return newest_per_key(self._table(table).where(F.col("load_date") <= F.lit(day)), key)
-
-    def _sums(self, rows: DataFrame, entity: str) -> tuple[int, ...]:
-        """Row count and the exact sum of each 64-bit limb of each row's sha256 (DuckDB's
-        ``to_json`` of the hashed columns, nulls as ``null``)."""
-        table, columns, _key = ENTITIES[entity]
-        hashed = rows.select(F.sha2(_json(columns, schema.schemas()[table]), 256).alias("h"))
-        limbs = [_limb(i).alias(f"l{i}") for i in range(LIMBS)]
-        totals = hashed.select(limbs).agg(
-            F.count(F.lit(1)).alias("n"), *(F.sum(f"l{i}").alias(f"l{i}") for i in range(LIMBS))
+    def intact(self, day: str, sums: StateDigest) -> bool:
+        snapshot = self.u.rows(self.u.frame("snapshots").where(F.col("load_date") == F.lit(day)))
+        recorded = self.u.frame("operations").where(
+            F.col("kind").isin("apply_load_date", "repair_apply_load_date")
+            & (F.col("partition_key") == F.lit(day))
+            & (F.col("state") == F.lit("COMPLETE"))
         )
-        found = totals.collect()[0]
-        return (int(found["n"]), *(int(found[f"l{i}"] or 0) for i in range(LIMBS)))
-
-    def _controls_of(self, rows: DataFrame) -> tuple[int, ...]:
-        """Active lines, distinct orders with an active line, units, amount, cost, profit."""
-        active = rows.where(_ACTIVE)
-        sums = [
-            F.count(F.lit(1)).alias("lines"),
-            F.countDistinct("order_id").alias("orders"),
-            F.coalesce(F.sum("quantity"), F.lit(0)).alias("units"),
-            F.coalesce(F.sum("amount_minor"), F.lit(0)).alias("amount"),
-            F.coalesce(F.sum("cost_minor"), F.lit(0)).alias("cost"),
-            F.coalesce(F.sum(F.col("amount_minor") - F.col("cost_minor")), F.lit(0)).alias("profit"),
-        ]
-        found = active.agg(*sums).collect()[0]
-        lines, orders = int(found["lines"]), int(found["orders"])
+        newest = self.u.rows(recorded.orderBy(F.col("updated_at").desc()).limit(1))
         return (
-            lines,
-            orders,
-            int(found["units"]),
-            int(found["amount"]),
-            int(found["cost"]),
-            int(found["profit"]),
+            bool(snapshot)
+            and snapshot[0]["content_sha256"] == sums.content_sha256
+            and bool(newest)
+            and newest[0]["target_sha256"] == digest_of_target(self.u, day, sums.content_sha256)
         )
+
+    def full_sums(self, day: str) -> StateDigest:
+        as_of = {e: by_change.as_of(t, k, "load_date <= $day") for e, (t, _c, k) in ENTITIES.items()}
+        return StateDigest({e: _sums(_rows(self.u, as_of[e], day), e) for e in ENTITIES})
+
+    def recomputed_controls(self, day: str) -> Controls:
+        key = ENTITIES["orders"][2]
+        return Controls(
+            *_controls_of(self.u, by_change.as_of("order_history", key, "load_date <= $day"), day)
+        )
+
+
+# ---------------------------------------------------------------------- row sets and their sums
+
+
+def _rows(u: UnitBase, rows_sql: str, day: str) -> DataFrame:
+    """The rows a shared statement of ``rules/by_change.py`` selects for ``day``."""
+    return u.sql(over_tables(rows_sql), day=day)
+
+
+def _sums(rows: DataFrame, entity: str) -> tuple[int, ...]:
+    """Row count and the exact sum of each 64-bit limb of each row's sha256 (DuckDB's
+    ``to_json`` of the hashed columns, nulls as ``null``)."""
+    table, columns, _key = ENTITIES[entity]
+    hashed = rows.select(F.sha2(_json(columns, schema.schemas()[table]), 256).alias("h"))
+    limbs = [_limb(i).alias(f"l{i}") for i in range(LIMBS)]
+    totals = hashed.select(limbs).agg(
+        F.count(F.lit(1)).alias("n"), *(F.sum(f"l{i}").alias(f"l{i}") for i in range(LIMBS))
+    )
+    found = totals.collect()[0]
+    return (int(found["n"]), *(int(found[f"l{i}"] or 0) for i in range(LIMBS)))
+
+
+def _controls_of(u: UnitBase, rows_sql: str, day: str) -> tuple[int, ...]:
+    """The shared controls (``by_change.CONTROLS``) of the rows ``rows_sql`` selects."""
+    found = u.rows(u.sql(over_tables(by_change.controls(rows_sql)), day=day))[0]
+    return tuple(int(v) for v in found.values())
 
 
 def _json(columns: Sequence[str], types: pa.Schema | None = None) -> Column:
@@ -309,11 +228,6 @@ def _limb(i: int) -> Column:
     high = F.conv(F.substring("h", 1 + 16 * i, 8), 16, 10).cast("decimal(20,0)")
     low = F.conv(F.substring("h", 9 + 16 * i, 8), 16, 10).cast("decimal(20,0)")
     return (high * F.lit(4294967296).cast("decimal(20,0)") + low).cast("decimal(38,0)")
-
-
-def checked_in_engine(steps: GateSteps, day: str) -> RowChecks:
-    """The row-level gate over the rows ``day`` wrote, run by the engine (``engine_row_checks``)."""
-    return engine_row_checks({entity: steps._written(entity, day) for entity in ENTITIES})
 
 
 def engine_row_checks(written: dict[str, DataFrame]) -> RowChecks:

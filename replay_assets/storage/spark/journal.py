@@ -20,15 +20,15 @@ from replay_assets.core.status import CommitState
 from replay_assets.storage.rules import journal
 from replay_assets.storage.rules.journal import COLUMNS, Entry, Operation
 from replay_assets.storage.spark.dialect import over_tables
-from replay_assets.storage.spark.unit import UnitBase
+from replay_assets.storage.spark.unit import On, UnitBase
 
 S = CommitState
 
 
-class JournalOps(UnitBase):
+class JournalReading(On):
     def journal_entry(self, operation_id: str) -> Entry | None:
-        found = self.frame("operations").where(F.col("operation_id") == F.lit(operation_id))
-        rows = self.rows(found.select(*COLUMNS.split(", ")))
+        found = self.u.frame("operations").where(F.col("operation_id") == F.lit(operation_id))
+        rows = self.u.rows(found.select(*COLUMNS.split(", ")))
         return journal.entry_of(list(rows[0].values())) if rows else None
 
     def reload_entry(self, operation_id: str) -> Entry:
@@ -36,6 +36,29 @@ class JournalOps(UnitBase):
         assert entry is not None, "the journal entry was written in this unit"
         return entry
 
+    def require_no_hold(self) -> None:
+        rows = self.u.rows(self.u.sql(over_tables(journal.HELD)))
+        journal.refuse_held([(r["operation_id"], r["kind"], r["partition_key"]) for r in rows])
+
+    def fence_committed(self, operation_id: str) -> bool:
+        marker = self.u.frame("commit_markers").where(F.col("operation_id") == F.lit(operation_id))
+        return bool(marker.limit(1).collect())
+
+    def committed_in_doubt(self) -> list[Operation]:
+        return [Operation(**row) for row in self.u.rows(self.u.sql(over_tables(journal.IN_DOUBT)))]
+
+    def unfinished_operations(self) -> list[dict[str, Any]]:
+        """Every operation that is not COMPLETE, oldest move first (the shared statement)."""
+        rows = self.u.rows(self.u.sql(over_tables(journal.UNFINISHED_SQL)))
+        return [dict(zip(journal.UNFINISHED, r.values(), strict=True)) for r in rows]
+
+    def operation_audit(self, operation_id: str) -> list[dict[str, Any]]:
+        """The operation's moves, in version order (the shared statement)."""
+        rows = self.u.rows(self.u.sql(over_tables(journal.AUDIT_SQL), operation_id=operation_id))
+        return [dict(zip(journal.AUDIT, r.values(), strict=True)) for r in rows]
+
+
+class JournalWriting(JournalReading):
     def create_or_get_entry(self, op: Operation, actor: str, now: dt.datetime) -> Entry:
         entry = self.journal_entry(op.operation_id)
         if entry is not None:
@@ -51,8 +74,9 @@ class JournalOps(UnitBase):
             "created_at": now,
             "updated_at": now,
         }
-        self.append("operations", [row])
-        self._audit(
+        self.u.append("operations", [row])
+        _audit(
+            self.u,
             op.operation_id,
             version=1,
             before=None,
@@ -87,10 +111,11 @@ class JournalOps(UnitBase):
             "result": json.dumps(result, sort_keys=True) if result is not None else _text(current.result),
             "target_sha256": target_sha256 if target_sha256 is not None else current.target_sha256,
         }
-        self.merge(
+        self.u.merge(
             "operations", [row], on=("operation_id",), update=tuple(k for k in row if k != "operation_id")
         )
-        self._audit(
+        _audit(
+            self.u,
             entry.operation_id,
             version=version,
             before=entry.state,
@@ -101,14 +126,6 @@ class JournalOps(UnitBase):
         )
         return self.reload_entry(entry.operation_id)
 
-    def require_no_hold(self) -> None:
-        rows = self.rows(self.sql(over_tables(journal.HELD)))
-        journal.refuse_held([(r["operation_id"], r["kind"], r["partition_key"]) for r in rows])
-
-    def fence_committed(self, operation_id: str) -> bool:
-        marker = self.frame("commit_markers").where(F.col("operation_id") == F.lit(operation_id))
-        return bool(marker.limit(1).collect())
-
     def write_fence(self, op: Operation, now: dt.datetime) -> None:
         row = {
             "operation_id": op.operation_id,
@@ -117,42 +134,30 @@ class JournalOps(UnitBase):
             "input_identity": op.input_identity,
             "committed_at": now,
         }
-        self.append("commit_markers", [row])
+        self.u.append("commit_markers", [row])
 
-    def committed_in_doubt(self) -> list[Operation]:
-        return [Operation(**row) for row in self.rows(self.sql(over_tables(journal.IN_DOUBT)))]
 
-    def unfinished_operations(self) -> list[dict[str, Any]]:
-        """Every operation that is not COMPLETE, oldest move first (the shared statement)."""
-        rows = self.rows(self.sql(over_tables(journal.UNFINISHED_SQL)))
-        return [dict(zip(journal.UNFINISHED, r.values(), strict=True)) for r in rows]
-
-    def operation_audit(self, operation_id: str) -> list[dict[str, Any]]:
-        """The operation's moves, in version order (the shared statement)."""
-        rows = self.rows(self.sql(over_tables(journal.AUDIT_SQL), operation_id=operation_id))
-        return [dict(zip(journal.AUDIT, r.values(), strict=True)) for r in rows]
-
-    def _audit(
-        self,
-        operation_id: str,
-        *,
-        version: int,
-        before: CommitState | None,
-        after: CommitState,
-        actor: str,
-        note: str,
-        now: dt.datetime,
-    ) -> None:
-        row = {
-            "operation_id": operation_id,
-            "version": version,
-            "from_state": before.value if before else None,
-            "to_state": after.value,
-            "actor": actor,
-            "note": note,
-            "changed_at": now,
-        }
-        self.append("operation_audit", [row])
+def _audit(
+    u: UnitBase,
+    operation_id: str,
+    *,
+    version: int,
+    before: CommitState | None,
+    after: CommitState,
+    actor: str,
+    note: str,
+    now: dt.datetime,
+) -> None:
+    row = {
+        "operation_id": operation_id,
+        "version": version,
+        "from_state": before.value if before else None,
+        "to_state": after.value,
+        "actor": actor,
+        "note": note,
+        "changed_at": now,
+    }
+    u.append("operation_audit", [row])
 
 
 def _text(result: dict[str, Any] | None) -> str | None:

@@ -1,9 +1,9 @@
 """Landing a verified delivery on Delta: the Spark unit's landing port.
 
 The engine lands the files itself: the client sends only where the files are (paths the
-engine's workers read) and their manifest's declarations; one ``mapInArrow`` task per file
-(``landing_task.py``) reads it, checks it against its manifest, certifies its lines with the
-same rules as the DuckDB adapter's workers and has the oracle decide the rest. The engine keeps
+engine's workers read) and their manifest's declarations; the engine (``landing_tiers.py``)
+reads each file, checks it against its manifest, certifies the canonical lines in SQL (rules
+proven equal to the DuckDB adapter's) and has the oracle decide the rest. The engine keeps
 what the tasks yield in a scratch table and appends each table's rows from there, one commit per
 table, inside the caller's unit; the client collects a few figures per file. A delivery that
 turns out not to match its manifest raises before anything is appended, and nothing of it is
@@ -16,17 +16,15 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 from collections import Counter
 from collections.abc import Sequence
-from functools import partial
 
 import polars as pl
-import pyarrow as pa
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import from_arrow_schema, from_arrow_type
+from pyspark.sql.pandas.types import from_arrow_type
 
+from replay_assets.core.errors import Violation
 from replay_assets.core.events import ValidationContext
 from replay_assets.core.manifest import Manifest
 from replay_assets.core.receipts import LandedCounts
@@ -40,9 +38,10 @@ from replay_assets.storage.landing.source_records import (
 )
 from replay_assets.storage.rules.landing import LANDED_COUNTS_SQL, counts_of
 from replay_assets.storage.rules.landing import parameters as counts_parameters
-from replay_assets.storage.spark import landing_task, schema
+from replay_assets.storage.rules.tables import LANDED_TABLES
+from replay_assets.storage.spark import landing_tiers, schema
 from replay_assets.storage.spark.dialect import over_tables
-from replay_assets.storage.spark.unit import UnitBase
+from replay_assets.storage.spark.unit import On, UnitBase
 
 # the table each kind of the tasks' rows lands in
 _KINDS = {
@@ -53,7 +52,37 @@ _KINDS = {
 }
 
 
-class LandingOps(UnitBase):
+class LandingReading(On):
+    def landed_batch(self, batch_id: str) -> tuple[str, str] | None:
+        """The load date and manifest sha256 a landed batch came with, or None."""
+        found = self.u.rows(_of_batch(self.u, "manifests", batch_id).select("load_date", "manifest_sha256"))
+        return (str(found[0]["load_date"]), str(found[0]["manifest_sha256"])) if found else None
+
+    def schema_gated(self, batch_id: str) -> int:
+        """How many of the batch's events the schema gate refused (an undeclared schema version)."""
+        rule = Violation.UNSUPPORTED_SCHEMA_VERSION.value
+        return int(
+            _of_batch(self.u, "batch_violations", batch_id).where(F.col("rule") == F.lit(rule)).count()
+        )
+
+    def violated_on(self, batch_id: str, load_date: str) -> bool:
+        found = _of_batch(self.u, "batch_violations", batch_id).where(F.col("load_date") == F.lit(load_date))
+        return bool(found.limit(1).collect())
+
+    def check_segments(self) -> tuple[int, list[dict[str, object]]]:
+        """None to check: the Spark adapter lands every row into its Delta tables."""
+        return 0, []
+
+    def landed_counts(self, load_date: str) -> LandedCounts:
+        """The shared statement (``rules/landing.py``) over this unit's Delta tables; only the
+        counts come back."""
+        params = counts_parameters(load_date)
+        found = self.u.rows(self.u.sql(over_tables(LANDED_COUNTS_SQL), **params))
+        pruned = self.u.frame("pruned_load_dates").where(F.col("load_date") == F.lit(load_date))
+        return counts_of(load_date, found, pruned=bool(pruned.limit(1).collect()))
+
+
+class LandingWriting(LandingReading):
     def land_batch(
         self,
         manifest: Manifest,
@@ -65,42 +94,42 @@ class LandingOps(UnitBase):
     ) -> Landed:
         """Idempotent: the same manifest again is a no-op; the same batch_id with other content
         fails closed with REPLAY_BATCH_ID_REUSED and lands nothing."""
-        before = self.frame("manifests").where(F.col("batch_id") == F.lit(manifest.batch_id))
-        known = self.rows(before.select("manifest_sha256"))
+        before = self.u.frame("manifests").where(F.col("batch_id") == F.lit(manifest.batch_id))
+        known = self.u.rows(before.select("manifest_sha256"))
         if known:
             return rows.landed_again(manifest, known[0]["manifest_sha256"])
         found = rows.Found(violations=rows.schema_gate(manifest, ctx))
-        landed = self.kept(_land_files(self.spark, files, ctx))
-        figures = self.rows(
+        landed = self.u.kept(landing_tiers.landed(self.u, files, ctx))
+        figures = self.u.rows(
             landed.where(F.col("kind") == "file").select("source_file", "events", "problem", "upcast")
         )
         for problem in sorted(str(f["problem"]) for f in figures if f["problem"] is not None):
             raise DeliveryMismatch(problem)
-        kinds = {r["kind"]: r["n"] for r in self.rows(landed.groupBy("kind").agg(F.count("*").alias("n")))}
+        kinds = {r["kind"]: r["n"] for r in self.u.rows(landed.groupBy("kind").agg(F.count("*").alias("n")))}
         batch = {"batch_id": manifest.batch_id, "source": manifest.source, "load_date": manifest.load_date}
         constants = {**batch, "landed_at": now, "detected_at": now}
         for table, kind in _KINDS.items():
             if kinds.get(kind):
                 frame = landed.where(F.col("kind") == kind)
-                self.writing().append(table, _columns(table, frame, constants))
+                self.u.writing().append(table, _columns(table, frame, constants))
         if records is not None:
             line_bytes = RECORD_LINE_FACTOR * ctx.max_line_bytes
             chunks = [
                 pl.DataFrame(c, schema=SOURCE_RECORDS_SCHEMA)
                 for c in record_rows(manifest, records, line_bytes)
             ]
-            self.append_frames("source_records", chunks)
-        self.append("batch_violations", [{**v, "detected_at": now} for v in found.violations])
+            self.u.append_frames("source_records", chunks)
+        self.u.append("batch_violations", [{**v, "detected_at": now} for v in found.violations])
         events = sum(int(f["events"]) for f in figures)
-        self.append("manifests", [rows.manifest_row(manifest, files, events, now)])
-        self.append("landed_files", rows.landed_file_rows(manifest, files))
+        self.u.append("manifests", [rows.manifest_row(manifest, files, events, now)])
+        self.u.append("landed_files", rows.landed_file_rows(manifest, files))
         upcast = Counter[tuple[str, int]]()
         for f in figures:
             for version, n in json.loads(f["upcast"]):
                 upcast[f["source_file"], version] += n
         upcasts = rows.upcast_rows(manifest, upcast, ctx)
         if upcasts:
-            self.append("upcast_events", upcasts)
+            self.u.append("upcast_events", upcasts)
         return Landed(
             manifest.batch_id,
             events,
@@ -110,32 +139,47 @@ class LandingOps(UnitBase):
             new=True,
         )
 
-    def landed_counts(self, load_date: str) -> LandedCounts:
-        """The shared statement (``rules/landing.py``) over this unit's Delta tables; only the
-        counts come back."""
-        params = counts_parameters(load_date)
-        found = self.rows(self.sql(over_tables(LANDED_COUNTS_SQL), **params))
-        pruned = self.frame("pruned_load_dates").where(F.col("load_date") == F.lit(load_date))
-        return counts_of(load_date, found, pruned=bool(pruned.limit(1).collect()))
-
-
-def _land_files(spark: SparkSession, files: Sequence[DeliveryFile], ctx: ValidationContext) -> DataFrame:
-    """The tasks' rows (``landing_task.OUT``), one task per file."""
-    named = [
-        {
-            "path": os.path.abspath(f.path),
-            "name": f.name,
-            "sha256": f.declared.sha256,
-            "events": f.declared.events,
-            "bytes": f.declared.bytes,
+    def record_relanding(
+        self,
+        batch_id: str,
+        load_date: str,
+        manifest_sha256: str,
+        *,
+        violations: int,
+        note: str,
+        operator: str,
+        now: dt.datetime,
+    ) -> None:
+        """Record the relanding, then remove the batch's landed rows (``batches.record_relanding``)."""
+        row = {
+            "batch_id": batch_id,
+            "load_date": load_date,
+            "manifest_sha256": manifest_sha256,
+            "violations": violations,
+            "rejected": int(_of_batch(self.u, "rejected_events", batch_id).count()),
+            "note": note,
+            "operator": operator,
+            "relanded_at": now,
         }
-        for f in files
-    ]
-    listed = spark.createDataFrame(  # the schema passed along: Spark infers none from no row
-        pa.Table.from_pylist(named, schema=landing_task.IN), schema=from_arrow_schema(landing_task.IN)
-    )
-    task = partial(landing_task.land_files, ctx)
-    return listed.repartition(max(1, len(named))).mapInArrow(task, from_arrow_schema(landing_task.OUT))
+        self.u.append("batch_relandings", [row])
+        batch = self.u.spark.createDataFrame([(batch_id,)], "batch_id string")
+        delete = "MERGE INTO {target} t USING {source} s ON t.batch_id = s.batch_id WHEN MATCHED THEN DELETE"
+        for table in LANDED_TABLES:
+            self.u.merge_frame(table, batch, delete, matches=("batch_id",))
+
+    def record_skip(self, batch_id: str, *, note: str, operator: str, now: dt.datetime) -> None:
+        row = {"batch_id": batch_id, "action": "skip", "note": note, "operator": operator, "resolved_at": now}
+        self.u.merge(
+            "batch_resolutions", [row], on=("batch_id",), update=("action", "note", "operator", "resolved_at")
+        )
+        batch = self.u.spark.createDataFrame([(batch_id, "SKIPPED")], "batch_id string, status string")
+        self.u.merge_frame(
+            "reconciliation",
+            batch,
+            "MERGE INTO {target} t USING {source} s ON t.batch_id = s.batch_id "
+            "WHEN MATCHED THEN UPDATE SET status = s.status",
+            matches=("batch_id",),
+        )
 
 
 def _columns(table: str, frame: DataFrame, constants: dict[str, object]) -> DataFrame:
@@ -145,3 +189,7 @@ def _columns(table: str, frame: DataFrame, constants: dict[str, object]) -> Data
         value = F.lit(constants[field.name]) if field.name in constants else F.col(field.name)
         columns.append(value.cast(from_arrow_type(field.type)).alias(field.name))
     return frame.select(*columns)
+
+
+def _of_batch(u: UnitBase, table: str, batch_id: str) -> DataFrame:
+    return u.frame(table).where(F.col("batch_id") == F.lit(batch_id))

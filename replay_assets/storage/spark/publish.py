@@ -1,8 +1,7 @@
 """Publishing daily aggregates on Delta: the Spark adapter's steps (``storage/publish/steps.py``)
-of the one procedure (``publish/procedure.py``). The recomputed aggregates are the
-shared statement rendered for Spark (``aggregates.py`` here); so are the candidates, over the
-state as of the certified pointer (the latest tables when they hold it): no order line comes to
-the client."""
+of the one procedure (``publish/procedure.py``). The candidates and the gate's recomputation are
+the shared statements (``rules/aggregates.py``) rendered for Spark over the state as of the
+certified pointer (the latest tables when they hold it): no order line comes to the client."""
 
 from __future__ import annotations
 
@@ -16,56 +15,57 @@ from pyspark.sql import functions as F
 from replay_assets.core.gate import CheckOutcome, failures
 from replay_assets.core.status import PartitionStatus
 from replay_assets.storage.publish import steps, verdicts
-from replay_assets.storage.rules.aggregates import candidate_aggregates
+from replay_assets.storage.rules import by_change
+from replay_assets.storage.rules.aggregates import SQL_AGGREGATES_BY_ORDER, candidate_aggregates
 from replay_assets.storage.rules.evidence import status_values
-from replay_assets.storage.rules.tables import ORDER_COLUMNS, RECON_COLUMNS
-from replay_assets.storage.spark.aggregates import daily_aggregates
-from replay_assets.storage.spark.dialect import shared
-from replay_assets.storage.spark.facts import FactsOps
-from replay_assets.storage.spark.frames import newest_per_key, to_polars
-from replay_assets.storage.spark.gate import GateSteps
+from replay_assets.storage.rules.tables import RECON_COLUMNS
+from replay_assets.storage.spark.dialect import over_tables
+from replay_assets.storage.spark.evidence import EvidenceWriting, upsert_status
+from replay_assets.storage.spark.facts import certified_pointer, newest_publications, published_partitions
+from replay_assets.storage.spark.frames import to_polars
+from replay_assets.storage.spark.stepbase import latest_holds_as_of
+from replay_assets.storage.spark.unit import On, UnitBase
 
 _QUEUE_KEY = ("business_date", "store_id", "load_date")
 
 
-class SparkPublishSteps(GateSteps):
-    def __init__(self, unit: FactsOps) -> None:
-        super().__init__(unit)
-        self.candidates: steps.CandidateSteps = self
-        self.publications: steps.PublicationWrites = self
+class SparkCandidateSteps(On):
+    def certified_pointer(self) -> str | None:
+        return certified_pointer(self.u)
+
+    def latest_holds_as_of(self, day: str) -> bool:
+        return latest_holds_as_of(self.u, day)
+
+    def certified_load_dates(self) -> set[str]:
+        return set(published_partitions(self.u, "current_orders"))
 
     def recomputed_aggregates(self, dates: list[str], *, as_of: str, from_latest: bool) -> pl.DataFrame:
-        history = self._table("order_history").where(F.col("load_date") <= F.lit(as_of))
-        newest = newest_per_key(history, ("order_id", "line_no")).select(list(ORDER_COLUMNS))
-        state = self._table("order_latest") if from_latest else newest
-        state.createOrReplaceTempView("_aggregated_state")
-        try:
-            return to_polars(daily_aggregates(self.spark, "_aggregated_state", dates, by_order=True))
-        finally:
-            self.spark.catalog.dropTempView("_aggregated_state")
+        """The gate's recomputation (``SQL_AGGREGATES_BY_ORDER``) over the latest tables, or else
+        over each key's newest history row up to ``as_of`` (``by_change.as_of``)."""
+        newest = by_change.as_of("order_history", ("order_id", "line_no"), "load_date <= $as_of")
+        state = "order_latest" if from_latest else f"({newest}) s"
+        args: dict[str, object] = {"dates": dates} if from_latest else {"dates": dates, "as_of": as_of}
+        return to_polars(self.u.sql(over_tables(SQL_AGGREGATES_BY_ORDER.format(state=state)), **args))
 
     def applied_reconciliation(self, as_of: str) -> pl.DataFrame:
-        applied = self._table("reconciliation").where(
+        applied = self.u.frame("reconciliation").where(
             (F.col("status") == F.lit("APPLIED")) & (F.col("load_date") <= F.lit(as_of))
         )
         return to_polars(applied.select(list(RECON_COLUMNS)))
 
     def first_applied(self) -> str | None:
-        found = self._table("load_dates").agg(F.min("load_date").alias("d")).collect()
+        found = self.u.frame("load_dates").agg(F.min("load_date").alias("d")).collect()
         return str(found[0]["d"]) if found and found[0]["d"] is not None else None
 
     def candidate_aggregates(self, dates: list[str], *, as_of: str, from_latest: bool) -> pl.DataFrame:
         """The candidate aggregates of ``dates`` as of ``as_of`` by the shared statement
         (``rules.aggregates.candidate_aggregates``): only one row per store and date comes here."""
-        table = "order_latest" if from_latest else "order_history"
-        self._table(table).createOrReplaceTempView("_candidate_state")
-        try:
-            state = "_candidate_state" if from_latest else None
-            args: dict[str, object] = {"dates": dates} if from_latest else {"dates": dates, "as_of": as_of}
-            return to_polars(shared(self.spark, candidate_aggregates(state, "_candidate_state"), args))
-        finally:
-            self.spark.catalog.dropTempView("_candidate_state")
+        sql = candidate_aggregates("order_latest" if from_latest else None, "order_history")
+        args: dict[str, object] = {"dates": dates} if from_latest else {"dates": dates, "as_of": as_of}
+        return to_polars(self.u.sql(over_tables(sql), **args))
 
+
+class SparkPublicationWrites(On):
     def record_failed_candidate(
         self,
         home: Path,
@@ -94,20 +94,17 @@ class SparkPublishSteps(GateSteps):
             "rows_path": str(path),
             "rows_bytes": path.stat().st_size,
         }
-        self.unit.append("candidates", [row])
-        self.unit.set_status(
+        self.u.append("candidates", [row])
+        EvidenceWriting(self.u).set_status(
             asset, keys=[key], status=PartitionStatus.FAILED_CANDIDATE, reason=reason, now=now
         )
         return path
 
-    def insert_aggregate_versions(self, versions: pl.DataFrame) -> None:
-        self.unit.append_frames("aggregate_versions", [versions])
-
     def last_publications(self, asset: str, keys: list[str]) -> dict[str, tuple[int, str, str]]:
         """Each of ``keys``' newest publication of ``asset``: version, content hash, as-of load
         date (one query for them all)."""
-        newest = self.unit.newest_publications(asset).where(F.col("partition_key").isin(keys))
-        found = self.unit.rows(newest.select("partition_key", "version", "content_sha256", "as_of_load_date"))
+        newest = newest_publications(self.u, asset).where(F.col("partition_key").isin(keys))
+        found = self.u.rows(newest.select("partition_key", "version", "content_sha256", "as_of_load_date"))
         return {
             str(r["partition_key"]): (int(r["version"]), str(r["content_sha256"]), str(r["as_of_load_date"]))
             for r in found
@@ -121,14 +118,16 @@ class SparkPublishSteps(GateSteps):
         as_of: str,
         run_id: str | None,
         now: dt.datetime,
+        repair_reason: str | None = None,
     ) -> dict[str, int | None]:
-        """Each candidate published as ``GateSteps.record_publication`` does, all of them in one
-        append of publications and one upsert of their partitions' status."""
+        """Each candidate gets a new version when ``verdicts.publishing`` says so (a load date's
+        state too, with a repair's reason), all in one append of publications and one upsert of
+        their partitions' status."""
         last = self.last_publications(asset, [c.key for c in candidates])
         versions: dict[str, int | None] = {}
         rows, statuses = [], []
         for c in candidates:
-            decided = verdicts.publishing(last.get(c.key), as_of, c.digest, None)
+            decided = verdicts.publishing(last.get(c.key), as_of, c.digest, repair_reason)
             versions[c.key] = decided.version
             good = (decided.version, c.digest) if decided.version is not None else None
             values = status_values(decided.status, decided.reason, now, good)
@@ -147,20 +146,16 @@ class SparkPublishSteps(GateSteps):
                         "reason": decided.reason,
                     }
                 )
-        self.unit.append("publications", rows)
-        if statuses:
-            self.unit.merge(
-                "partition_status",
-                statuses,
-                on=("asset", "partition_key"),
-                update=("status", "reason", "updated_at"),
-                keep=("last_good_version", "last_good_sha256"),
-            )
+        self.u.append("publications", rows)
+        upsert_status(self.u, statuses)
         return versions
+
+    def insert_aggregate_versions(self, versions: pl.DataFrame) -> None:
+        self.u.append_frames("aggregate_versions", [versions])
 
     def release_queue(self, days: list[str], *, as_of: str, now: dt.datetime, run_id: str | None) -> None:
         """The queued groups of ``days`` up to ``as_of`` are published: released by this run."""
-        queued = self._table("restatement_queue").where(
+        queued = self.u.frame("restatement_queue").where(
             F.col("business_date").isin(days)
             & (F.col("load_date") <= F.lit(as_of))
             & F.col("released_at").isNull()
@@ -170,10 +165,16 @@ class SparkPublishSteps(GateSteps):
             pl.lit(now).alias("released_at"), pl.lit(run_id, pl.String).alias("released_by")
         )
         on = " AND ".join(f"t.{c} = s.{c}" for c in _QUEUE_KEY)
-        self._merge_sql(
+        self.u.merge_rows(
             "restatement_queue",
             released,
             f"MERGE INTO {{target}} t USING {{source}} s ON {on} "
             "WHEN MATCHED THEN UPDATE SET released_at = s.released_at, released_by = s.released_by",
             matches=_QUEUE_KEY,
         )
+
+
+class SparkPublishSteps:
+    def __init__(self, u: UnitBase) -> None:
+        self.candidates = SparkCandidateSteps(u)
+        self.publications = SparkPublicationWrites(u)

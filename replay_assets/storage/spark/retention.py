@@ -1,6 +1,8 @@
 """Pruning one load date behind the replay horizon on Delta: the DuckDB adapter's
 ``retention/prune.py`` (whose docstring says what goes and what stays), as ``MERGE ... DELETE``
-statements (Sail 0.7 refuses ``DELETE`` with a subquery)."""
+statements (Sail 0.7 refuses ``DELETE`` with a subquery). The evidence goes by the rules both
+engines share (``rules/retention.py``): each rule's keys computed by the engine, then one
+``MERGE ... DELETE`` of the rows matching them."""
 
 from __future__ import annotations
 
@@ -9,32 +11,56 @@ import datetime as dt
 from pyspark.sql import functions as F
 
 from replay_assets.core.events import canonical_json, sha256_text
+from replay_assets.storage.records import Operation
+from replay_assets.storage.rules import identities
 from replay_assets.storage.rules.latest import DROPPED
+from replay_assets.storage.rules.retention import PRUNED_EVIDENCE
 from replay_assets.storage.rules.tables import HISTORY_KEYS, PER_DATE, PRUNED_THROUGH
-from replay_assets.storage.spark.facts import FactsOps
+from replay_assets.storage.spark import facts
+from replay_assets.storage.spark.dialect import over_tables
 from replay_assets.storage.spark.stepbase import DELETE_DAY
+from replay_assets.storage.spark.unit import On, UnitBase
 
 _COUNTS = ("raw_receipts", "staged_events", "registry_rows", "history_rows")
 
 
-class RetentionOps(FactsOps):
+class RetentionReading(On):
+    def pruned_through(self) -> str:
+        """The newest pruned load date, or "" when nothing was pruned."""
+        return facts.pruned_through(self.u)
+
+    def applied_dates(self) -> list[str]:
+        dates = self.u.frame("load_dates").select("load_date").orderBy("load_date")
+        return [str(r["load_date"]) for r in self.u.rows(dates)]
+
+    def prune_operation(self, day: str) -> Operation:
+        applied = self.u.rows(self.u.frame("load_dates").where(F.col("load_date") == F.lit(day)))
+        return identities.prune_identity(day, str(applied[0]["identity"]) if applied else "")
+
+    def pruned_digest(self, day: str) -> str | None:
+        """What the pruning of ``day`` recorded (its counts), as the operation's target hash."""
+        found = self.u.rows(self.u.frame("pruned_load_dates").where(F.col("load_date") == F.lit(day)))
+        return sha256_text(canonical_json([day, *(found[0][c] for c in _COUNTS)])) if found else None
+
+
+class RetentionWriting(RetentionReading):
     def prune_load_date(self, day: str, *, operation_id: str, keep: int, now: dt.datetime) -> dict[str, int]:
         """Prune ``day``; returns the rows removed per kind, also recorded in ``pruned_load_dates``."""
-        the_day = self.spark.createDataFrame([(day,)], "load_date string")
+        the_day = self.u.spark.createDataFrame([(day,)], "load_date string")
         removed = {}
         for table, kind in PER_DATE.items():
-            removed[kind] = int(self.frame(table).where(F.col("load_date") == F.lit(day)).count())
-            self.merge_frame(table, the_day, DELETE_DAY, matches=("load_date",))
+            removed[kind] = int(self.u.frame(table).where(F.col("load_date") == F.lit(day)).count())
+            self.u.merge_frame(table, the_day, DELETE_DAY, matches=("load_date",))
         history = 0
         for table, key in HISTORY_KEYS.items():
-            rows = self.frame(table)
+            rows = self.u.frame(table)
             written = rows.where(F.col("load_date") == F.lit(day)).select(*key).distinct()
             superseded = rows.where(F.col("load_date") < F.lit(day)).join(written, list(key), "left_semi")
             count = int(superseded.count())
             if count:
-                keys = self.spark.createDataFrame(written.toArrow()).withColumn("day", F.lit(day))
+                keys = self.u.spark.createDataFrame(written.toArrow()).withColumn("day", F.lit(day))
                 on = " AND ".join(f"t.{c} = s.{c}" for c in key)
-                self.merge_frame(
+                self.u.merge_frame(
                     table,
                     keys,
                     f"MERGE INTO {{target}} t USING {{source}} s ON {on} AND t.load_date < s.day "
@@ -42,8 +68,9 @@ class RetentionOps(FactsOps):
                 )
             history += count
         removed["history_rows"] = history
-        self.merge_frame("source_records", the_day, DELETE_DAY, matches=("load_date",))
-        self._drop_changes(day)
+        self.u.merge_frame("source_records", the_day, DELETE_DAY, matches=("load_date",))
+        _prune_evidence(self.u, day)
+        _drop_changes(self.u, day)
         row = {
             "load_date": day,
             "operation_id": operation_id,
@@ -51,23 +78,34 @@ class RetentionOps(FactsOps):
             **removed,
             "pruned_at": now,
         }
-        self.append("pruned_load_dates", [row])
-        self.merge("pointers", [{"name": PRUNED_THROUGH, "value": day}], on=("name",), update=("value",))
+        self.u.append("pruned_load_dates", [row])
+        self.u.merge("pointers", [{"name": PRUNED_THROUGH, "value": day}], on=("name",), update=("value",))
         return removed
 
-    def pruned_digest(self, day: str) -> str | None:
-        """What the pruning of ``day`` recorded (its counts), as the operation's target hash."""
-        found = self.rows(self.frame("pruned_load_dates").where(F.col("load_date") == F.lit(day)))
-        return sha256_text(canonical_json([day, *(found[0][c] for c in _COUNTS)])) if found else None
 
-    def _drop_changes(self, day: str) -> None:
-        """Pruning ``day``: its change-log rows go (``latest.drop_changes``)."""
-        logged = self.frame("latest_changes").where(F.col("load_date") <= F.lit(day))
-        newest = logged.agg(F.max("generation").alias("g")).collect()[0]["g"]
-        if newest is None:
-            return
-        dates = self.spark.createDataFrame(logged.select("load_date").distinct().toArrow())
-        self.merge_frame("latest_changes", dates, DELETE_DAY, matches=("load_date",))
-        dropped = self.rows(self.frame("pointers").where(F.col("name") == F.lit(DROPPED)))
-        value = max(int(dropped[0]["value"]) if dropped else 0, int(newest))
-        self.merge("pointers", [{"name": DROPPED, "value": str(value)}], on=("name",), update=("value",))
+def _drop_changes(u: UnitBase, day: str) -> None:
+    """Pruning ``day``: its change-log rows go (``latest.drop_changes``)."""
+    logged = u.frame("latest_changes").where(F.col("load_date") <= F.lit(day))
+    newest = logged.agg(F.max("generation").alias("g")).collect()[0]["g"]
+    if newest is None:
+        return
+    dates = u.spark.createDataFrame(logged.select("load_date").distinct().toArrow())
+    u.merge_frame("latest_changes", dates, DELETE_DAY, matches=("load_date",))
+    dropped = u.rows(u.frame("pointers").where(F.col("name") == F.lit(DROPPED)))
+    value = max(int(dropped[0]["value"]) if dropped else 0, int(newest))
+    u.merge("pointers", [{"name": DROPPED, "value": str(value)}], on=("name",), update=("value",))
+
+
+def _prune_evidence(u: UnitBase, day: str) -> None:
+    """The journal's, attempts' and costs' rows of work before ``day`` was applied, by the shared
+    rules in their order: each rule's keys (a few small values) come here and go back as the
+    source of its ``MERGE``, so a later rule's delete cannot change what an earlier one chose."""
+    for rule in PRUNED_EVIDENCE:
+        keys = u.sql(over_tables(rule.select), day=day).toArrow()
+        if keys.num_rows:
+            u.merge_frame(
+                rule.table,
+                u.local(keys),
+                f"MERGE INTO {{target}} t USING {{source}} s ON {rule.match()} WHEN MATCHED THEN DELETE",
+                matches=rule.keys,
+            )

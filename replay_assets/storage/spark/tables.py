@@ -33,7 +33,7 @@ import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from pyarrow import fs as pafs
@@ -112,15 +112,36 @@ def latest_version(uri: str) -> int | None:
     return max((int(m.group(1)) for m in found if m), default=None)
 
 
+@dataclass(frozen=True)
+class EngineLanding:
+    """The home's landing folder ``local`` as the engine's workers reach it: the URI ``base``
+    holding the same tree (a bucket this machine mounts at ``local``, say)."""
+
+    local: Path
+    base: str
+
+    def uri(self, path: Path) -> str:
+        relative = Path(os.path.abspath(path)).relative_to(os.path.abspath(self.local))
+        return f"{self.base.rstrip('/')}/{relative.as_posix()}"
+
+
 class DeltaTables:
     """The Delta tables under ``root`` (a folder or any URI the engine and Arrow reach)."""
 
-    def __init__(self, spark: SparkSession, root: str) -> None:
+    def __init__(self, spark: SparkSession, root: str, landing: EngineLanding | None = None) -> None:
         if "`" in root:
             raise ReplayError(ErrorCode.USAGE, "a Delta root must not contain a backtick")
         if "://" not in root:  # a local folder: Arrow's file systems take absolute paths only
             root = os.path.abspath(root)
         self.spark, self.root = spark, root.rstrip("/")
+        self.landing = landing
+
+    def landed_file(self, path: Path) -> str:
+        """Where the engine's workers read the landing area's file at ``path``: under the
+        landing URI when one is set, else the path itself (absolute)."""
+        if self.landing is None:
+            return os.path.abspath(path)
+        return self.landing.uri(path)
 
     def uri(self, table: str) -> str:
         if not _NAME.fullmatch(table):

@@ -1,6 +1,10 @@
-"""What every operation of the Spark unit stands on: a table as this unit sees it (the writer's
+"""What every capability of the Spark unit stands on: a table as this unit sees it (the writer's
 head with its own writes, or the reader's pinned fence), appending typed rows, and one guarded
-``MERGE``. Values reach Spark as DataFrames and column expressions, never as SQL text."""
+``MERGE``. Values reach Spark as DataFrames and column expressions, never as SQL text.
+
+The capabilities (``journal.py``, ``landing.py``, ...) are small classes over one ``UnitBase``
+(``On``): each holds the unit as ``u`` and reaches another capability's rule through an object
+of it over the same unit, never by inheriting it, so each class stays small."""
 
 from __future__ import annotations
 
@@ -117,6 +121,12 @@ class UnitBase:
             f"WHEN MATCHED THEN UPDATE SET {assignments} WHEN NOT MATCHED THEN INSERT *",
         )
 
+    def merge_rows(
+        self, table: str, rows: pl.DataFrame, statement: str, *, matches: Sequence[str] | None = None
+    ) -> None:
+        """One ``MERGE`` of the local ``rows`` into ``table`` (``merge_frame``)."""
+        self.merge_frame(table, self.table_frame(table, rows), statement, matches=matches)
+
     def merge_frame(
         self, table: str, source: DataFrame, statement: str, *, matches: Sequence[str] | None = None
     ) -> None:
@@ -159,3 +169,11 @@ class UnitBase:
         if self.writer is None:
             raise ReplayError(ErrorCode.USAGE, "a reader's unit of the warehouse cannot write")
         return self.writer
+
+
+class On:
+    """A capability of one unit: its operations over the unit's helpers."""
+
+    def __init__(self, u: UnitBase) -> None:
+        self.u = u
+        self.spark = u.spark
