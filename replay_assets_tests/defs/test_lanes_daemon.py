@@ -166,13 +166,27 @@ def _answers(url: str) -> bool:
         return False
 
 
-def wait_for(condition, timeout: float, what: str) -> None:  # type: ignore[no-untyped-def]
+def wait_for(condition, timeout: float, what: str, state=None) -> None:  # type: ignore[no-untyped-def]
+    """Poll ``condition``; on a timeout the error carries ``state()`` (what the processes were
+    doing), so a failure seen only in CI can be read from its output."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if condition():
             return
         time.sleep(0.5)  # polling other processes: there is no event to wait on
-    raise AssertionError(f"timed out waiting for {what}")
+    seen = f"\n{state()}" if state is not None else ""
+    raise AssertionError(f"timed out waiting for {what}{seen}")
+
+
+def runs_and_log(instance: dg.DagsterInstance, home: Path) -> str:
+    """Every run's job, partition and status, and the end of the services' log."""
+    runs = [
+        f"{r.job_name} {r.tags.get('dagster/partition', '-')} {r.status.value}"
+        for r in reversed(instance.get_runs())
+    ]
+    log = home / "services.log"
+    tail = log.read_text(errors="replace").splitlines()[-60:] if log.exists() else []
+    return "\n".join(["runs:", *runs, "services.log (end):", *tail])
 
 
 LAUNCH = """mutation($params: LaunchBackfillParams!) {

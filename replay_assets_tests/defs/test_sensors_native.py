@@ -26,7 +26,7 @@ from replay_assets.usecases.context import Pipeline
 from replay_assets.usecases.decide import decide
 from replay_assets.usecases.land import land
 from replay_assets.usecases.sensor_cursors import sense
-from replay_assets_tests.defs.test_lanes_daemon import TERMINAL, services, wait_for
+from replay_assets_tests.defs.test_lanes_daemon import TERMINAL, runs_and_log, services, wait_for
 from replay_assets_tests.helpers import drive, settings_for
 from replay_assets_tests.storage.test_bad_input import event
 from replay_assets_tests.test_readers import writer_holding
@@ -234,7 +234,9 @@ def test_under_the_daemon_a_backlog_is_requested_by_one_tick_and_lands_in_order(
             runs = instance.get_runs(filters=applies)
             return len(runs) >= len(backlog) and all(r.status in TERMINAL for r in runs)
 
-        wait_for(landed, 420, "the backlog's runs to finish")
+        wait_for(
+            landed, 420, "the backlog's runs to finish", lambda: runs_and_log(instance, home / "dagster")
+        )
         records = sorted(instance.get_run_records(filters=applies), key=lambda r: r.start_time or 0)
         [state] = [s for s in instance.all_instigator_state() if s.name == "source_manifest_sensor"]
         ticks = instance.get_ticks(state.instigator_origin_id, state.selector_id)
