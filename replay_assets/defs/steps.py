@@ -8,7 +8,7 @@ import dagster as dg
 
 from replay_assets.core.config import Settings
 from replay_assets.core.errors import ErrorCode, ReplayError
-from replay_assets.storage.evidence import attempts as service
+from replay_assets.storage.evidence import written_once as service
 from replay_assets.storage.home import failpoints
 from replay_assets.usecases.context import Pipeline
 from replay_assets.usecases.operations import Operations

@@ -20,6 +20,7 @@ from replay_assets.core.journal import intent_digest
 from replay_assets.core.manifest import parse_instant
 from replay_assets.demo.scenarios import seed001
 from replay_assets.demo.seeds import Print
+from replay_assets.storage.db.sql import DuckDBSql
 from replay_assets.storage.journal import executor as journal
 from replay_assets.storage.journal import recovery
 from replay_assets.storage.journal.identities import apply_operation
@@ -173,7 +174,7 @@ def _reused_operation_id(p: Pipeline) -> dict[str, Any]:
     executor reads or writes anything."""
     plan = next(d for d in decide(p).plans if d.load_date == KILLED)
     with p.warehouse.connect() as con:
-        op = apply_operation(con, plan)
+        op = apply_operation(DuckDBSql(con), plan)
         before = con.execute("SELECT count(*), max(version) FROM operation_audit").fetchall()
     other = dataclasses.replace(op, intent_digest=intent_digest({"batches": [["erp", "B-OTHER", "0" * 64]]}))
     touched: list[str] = []

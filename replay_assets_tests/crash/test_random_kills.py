@@ -22,7 +22,8 @@ import dagster as dg
 import pytest
 
 from replay_assets.demo.scenarios import seed001
-from replay_assets.storage.journal import entries
+from replay_assets.storage.db.sql import DuckDBSql
+from replay_assets.storage.journal.written_once import JournalReading
 from replay_assets_tests.crash.test_kill_matrix import outcome, session
 
 # the operations of the run, in order; the n-th of a kind reaches each of its points the n-th time
@@ -130,7 +131,7 @@ def in_flight(home: Path, instant: Instant) -> dict[str, Any]:
         [instant.kind, instant.partition_key],
     )
     with s.pipeline.warehouse.connect() as con:
-        fence = entries.fence_committed(con, str(op["operation_id"]))
+        fence = JournalReading(DuckDBSql(con)).fence_committed(str(op["operation_id"]))
     s.close()
     return {"started_runs": len(started), "state": op["state"], "fence": fence}
 

@@ -15,7 +15,8 @@ from replay_assets.demo.scenarios import seed001, seed003
 from replay_assets.demo.seed003 import session_at, step_trace
 from replay_assets.entrypoints.runner import PROJECT_INSTANCE_CONFIG
 from replay_assets.entrypoints.session import Session
-from replay_assets.storage.apply import certified
+from replay_assets.storage.apply.reading import certified_pointer
+from replay_assets.storage.db.sql import DuckDBSql
 from replay_assets.storage.db.warehouse import Warehouse
 from replay_assets.usecases.context import Pipeline
 from replay_assets_tests.helpers import settings_for
@@ -196,4 +197,4 @@ def test_a_step_that_finds_the_warehouse_busy_is_retried_and_loads_once_the_lock
     pipeline = Pipeline(settings)
     assert pipeline.now() - parse_instant(seed001.NOW, "now") == dt.timedelta(seconds=5)  # the backoff
     with pipeline.warehouse.connect() as con:
-        assert certified.pointer(con) == seed001.BASELINE_DATE
+        assert certified_pointer(DuckDBSql(con)) == seed001.BASELINE_DATE

@@ -161,9 +161,7 @@ def test_two_workers_of_one_operation_mutate_once(opened: Opened, tmp_path: Path
 def test_a_second_fence_of_one_operation_is_a_conflict(opened: Opened) -> None:
     """What the loser of two workers meets when the winner's fence committed between its steps:
     a refusal it can report, never a driver's key error (DuckDB keys the fence; Delta has no
-    key, and there the entry's compare-and-set refuses the loser)."""
-    if opened.kind != "duckdb":
-        pytest.skip("Delta tables have no key constraint")
+    key: both read the fence first)."""
     op = operation()
     with opened.store.transaction() as unit:
         unit.journal.write_fence(op, NOW)

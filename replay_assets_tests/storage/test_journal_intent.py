@@ -9,9 +9,10 @@ import pytest
 from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.journal import intent_digest
 from replay_assets.demo.scenarios import seed001
-from replay_assets.storage.journal import entries
+from replay_assets.storage.db.sql import DuckDBSql
 from replay_assets.storage.journal import executor as journal
 from replay_assets.storage.journal.identities import apply_operation
+from replay_assets.storage.journal.written_once import JournalReading, JournalWriting
 from replay_assets.storage.unit import WarehouseWriter
 from replay_assets.usecases.apply import apply
 from replay_assets.usecases.context import Pipeline
@@ -77,19 +78,20 @@ def test_applying_a_load_date_whose_operation_id_holds_another_intent_changes_no
     normalisation differs): applying DAY refuses; its history, fence and that entry stay as they were."""
     plan = next(p for p in decide(pipeline).plans if p.load_date == DAY)
     with pipeline.warehouse.transaction() as con:
-        op = apply_operation(con, plan)
+        op = apply_operation(DuckDBSql(con), plan)
         other = journal.Operation(
             op.operation_id, OTHER_INTENT, op.kind, op.asset, op.partition_key, op.input_identity
         )
-        recorded = entries.create_or_get(con, other, "another-build", pipeline.now())
+        recorded = JournalWriting(DuckDBSql(con)).create_or_get_entry(other, "another-build", pipeline.now())
     before = warehouse_fingerprint(pipeline)
     with pytest.raises(ReplayError) as raised:
         apply(pipeline, DAY, None)
     assert raised.value.code is ErrorCode.COMMIT_INTENT_CONFLICT
     assert warehouse_fingerprint(pipeline) == before
     with pipeline.warehouse.connect() as con:
-        assert entries.get(con, op.operation_id) == recorded  # still PREPARING, version 1
-        assert not entries.fence_committed(con, op.operation_id)
+        journal_rows = JournalReading(DuckDBSql(con))
+        assert journal_rows.journal_entry(op.operation_id) == recorded  # still PREPARING, version 1
+        assert not journal_rows.fence_committed(op.operation_id)
         assert con.execute("SELECT count(*) FROM order_history WHERE load_date = ?", [DAY]).fetchall() == [
             (0,)
         ]

@@ -29,7 +29,8 @@ from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.plan import refuse_partial_backfill
 from replay_assets.core.status import DateStatus
 from replay_assets.entrypoints.cli import main
-from replay_assets.storage.apply.facts import pruned_through
+from replay_assets.storage.apply.reading import pruned_through
+from replay_assets.storage.db.sql import DuckDBSql
 from replay_assets.storage.landing.deliveries import write_delivery
 from replay_assets.usecases.apply import apply
 from replay_assets.usecases.context import Pipeline
@@ -112,7 +113,7 @@ def test_pruning_behind_the_horizon_changes_no_answer_inside_it(days: list[list[
 
         behind = dates[:-keep]
         with pruned.warehouse.connect() as con:
-            assert pruned_through(con) == behind[-1]
+            assert pruned_through(DuckDBSql(con)) == behind[-1]
             for table in PER_DATE:  # bounded by the horizon
                 kept = {r[0] for r in con.execute(f"SELECT DISTINCT load_date FROM {table}").fetchall()}
                 assert kept <= set(inside), table

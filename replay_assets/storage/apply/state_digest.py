@@ -23,7 +23,9 @@ from __future__ import annotations
 import duckdb
 
 from replay_assets.core.aggregate import Controls
-from replay_assets.storage.apply.certified import recomputed_controls, target_digest
+from replay_assets.storage.apply.certified import recomputed_controls
+from replay_assets.storage.apply.reading import target_digest
+from replay_assets.storage.db.sql import DuckDBSql
 from replay_assets.storage.db.warehouse import one
 from replay_assets.storage.rules import by_change
 from replay_assets.storage.rules.digest import (
@@ -176,7 +178,7 @@ def intact(con: duckdb.DuckDBPyConnection, day: str, sums: StateDigest) -> bool:
         snapshot is not None
         and snapshot[0] == sums.content_sha256
         and recorded is not None
-        and recorded[0] == target_digest(con, day, sums.content_sha256)
+        and recorded[0] == target_digest(DuckDBSql(con), day, sums.content_sha256)
     )
 
 

@@ -15,9 +15,9 @@ from replay_assets.core.state import Counts
 from replay_assets.core.status import PartitionStatus
 from replay_assets.storage.apply import latest
 from replay_assets.storage.apply.steps import counts_of
+from replay_assets.storage.db.sql import DuckDBSql
 from replay_assets.storage.db.warehouse import insert_frame, one, query_frame
-from replay_assets.storage.evidence.attempts import insert_attempt
-from replay_assets.storage.evidence.status import set_status
+from replay_assets.storage.evidence.written_once import EvidenceWriting
 from replay_assets.storage.rules.apply import AFFECTED_GROUPS, GROUP_DATES, HISTORY_ROWS
 
 VIOLATION = Outcome.VIOLATION.value
@@ -86,7 +86,9 @@ def record_blocked(
     )
     blamed = sorted(set(found["batch_id"].to_list()))
     reason = f"batch {blamed[0]}: {found['detail'][0]}"
-    insert_attempt(con, plan.load_date, plan.identity, status="BLOCKED", reason=reason, now=now)
+    EvidenceWriting(DuckDBSql(con)).insert_attempt(
+        plan.load_date, plan.identity, status="BLOCKED", reason=reason, now=now
+    )
     for b in blamed:
         source = next(d.source for d in plan.batches if d.batch_id == b)
         con.execute(
@@ -96,8 +98,8 @@ def record_blocked(
             ") VALUES (?, ?, ?, ?, 0, 0, 0, 0, 'BLOCKED')",
             [b, source, plan.load_date, counts[b].source_events],
         )
-    set_status(
-        con, "current_orders", keys=[plan.load_date], status=PartitionStatus.BLOCKED, reason=reason, now=now
+    EvidenceWriting(DuckDBSql(con)).set_status(
+        "current_orders", keys=[plan.load_date], status=PartitionStatus.BLOCKED, reason=reason, now=now
     )
 
 
@@ -178,8 +180,7 @@ def queue_groups(con: duckdb.DuckDBPyConnection, dates: list[str], day: str, now
         [day, now],
     )
     if dates:
-        set_status(
-            con,
+        EvidenceWriting(DuckDBSql(con)).set_status(
             "daily_aggregates",
             keys=dates,
             status=PartitionStatus.PENDING_RESTATEMENT,

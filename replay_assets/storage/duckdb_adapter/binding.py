@@ -9,6 +9,8 @@ from typing import Concatenate, ParamSpec, Protocol, TypeVar
 
 import duckdb
 
+from replay_assets.storage.db.sql import DuckDBSql
+
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -32,7 +34,9 @@ def bound(
 
 
 class OnConnection:
-    """What holds the connection its bound methods run on."""
+    """What holds the connection its bound methods run on, and the ``Sql`` over it that the
+    operations written once for both engines take (``on_sql``)."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
         self.con = con
+        self.sql = DuckDBSql(con)

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import duckdb
 
-from replay_assets.storage.apply import certified, facts, latest
+from replay_assets.storage.apply import facts, latest, reading
 from replay_assets.storage.duckdb_adapter.binding import OnConnection, bound
 from replay_assets.storage.publish import aggregates, certify
+from replay_assets.storage.rules.sql import on_sql
 
 
 class DuckDBCandidateSteps(OnConnection):
-    certified_pointer = bound(certified.pointer)
+    certified_pointer = on_sql(reading.certified_pointer)
     latest_holds_as_of = bound(latest.holds_as_of)
     recomputed_aggregates = bound(aggregates.recomputed)
     applied_reconciliation = bound(certify.applied_reconciliation)

@@ -14,19 +14,22 @@ from pathlib import Path
 import duckdb
 
 from replay_assets.core.plan import DatePlan
-from replay_assets.storage.apply import certified, facts, writes
+from replay_assets.storage.apply import facts, reading, writes
 from replay_assets.storage.apply.load_date import ApplyResult, apply_load_date
 from replay_assets.storage.db import segments
 from replay_assets.storage.db.connection_ports import DuckDBReading, DuckDBWriting
+from replay_assets.storage.db.sql import DuckDBSql
 from replay_assets.storage.duckdb_adapter.apply_steps import DuckDBApplySteps
 from replay_assets.storage.duckdb_adapter.binding import OnConnection, bound
 from replay_assets.storage.duckdb_adapter.publish_steps import DuckDBPublishSteps
-from replay_assets.storage.evidence import attempts, batches, costs, notes
-from replay_assets.storage.evidence import status as partition_status
-from replay_assets.storage.journal import entries, identities
+from replay_assets.storage.evidence import batches
+from replay_assets.storage.evidence.written_once import EvidenceReading, EvidenceWriting
+from replay_assets.storage.journal import identities
+from replay_assets.storage.journal.written_once import JournalReading, JournalWriting
 from replay_assets.storage.landing import counts, ingest
 from replay_assets.storage.publish import aggregates, certify, exports, procedure, published_copy, reverify
 from replay_assets.storage.retention import prune
+from replay_assets.storage.rules.sql import on_sql
 from replay_assets.storage.unit import WarehouseReader, WarehouseWriter
 
 
@@ -63,22 +66,6 @@ class DuckDBStore:
         return self.writer.released()
 
 
-class JournalReading(OnConnection):
-    journal_entry = bound(entries.get)
-    reload_entry = bound(entries.reload)
-    require_no_hold = bound(entries.require_no_hold)
-    fence_committed = bound(entries.fence_committed)
-    committed_in_doubt = bound(entries.committed_in_doubt)
-    unfinished_operations = bound(entries.unfinished)
-    operation_audit = bound(entries.audit_trail)
-
-
-class JournalWriting(JournalReading):
-    create_or_get_entry = bound(entries.create_or_get)
-    cas_entry = bound(entries.cas)
-    write_fence = bound(entries.write_fence)
-
-
 class LandingReading(OnConnection):
     landed_batch = bound(batches.landed)
     schema_gated = bound(batches.schema_gated)
@@ -94,10 +81,10 @@ class LandingWriting(LandingReading):
 
 
 class ApplyReading(OnConnection):
-    warehouse_facts = bound(facts.warehouse_facts)
-    require_landed = bound(facts.require_landed)
-    apply_operation = bound(identities.apply_operation)
-    target_digest = bound(certified.target_digest)
+    warehouse_facts = on_sql(reading.warehouse_facts)
+    require_landed = on_sql(reading.require_landed)
+    apply_operation = on_sql(identities.apply_operation)
+    target_digest = on_sql(reading.target_digest)
 
 
 class ApplyWriting(ApplyReading):
@@ -123,12 +110,12 @@ class ApplyWriting(ApplyReading):
 
 
 class PublishReading(OnConnection):
-    certified_pointer = bound(certified.pointer)
+    certified_pointer = on_sql(reading.certified_pointer)
     published_partitions = bound(certify.published_partitions)
     newest_versions = bound(certify.newest_versions)
     pending_groups = bound(aggregates.pending_groups)
-    publish_operation = bound(identities.publish_operation)
-    publications_digest = bound(identities.publications_digest)
+    publish_operation = on_sql(identities.publish_operation)
+    publications_digest = on_sql(identities.publications_digest)
 
 
 class PublishWriting(PublishReading):
@@ -136,7 +123,7 @@ class PublishWriting(PublishReading):
 
     def refresh_published_copy(self, home: Path) -> list[str]:
         """Refused (REPLAY_COMMIT_UNKNOWN) while an operator holds an operation."""
-        entries.require_no_hold(self.con)
+        JournalReading(self.sql).require_no_hold()
         return published_copy.refresh(self.con, home)
 
     def publish_aggregates(
@@ -146,28 +133,11 @@ class PublishWriting(PublishReading):
         return procedure.publish_aggregates(steps, home, dates=dates, run_id=run_id, now=now)
 
 
-class EvidenceReading(OnConnection):
-    run_costs = bound(costs.run_costs)
-    step_attempts = bound(attempts.step_attempts)
-    slo_for = bound(attempts.slo_for)
-    daily_slos = bound(attempts.daily_slos)
-    sensor_cursor = bound(notes.sensor_cursor)
-
-
-class EvidenceWriting(EvidenceReading):
-    record_cost = bound(costs.record_cost)
-    insert_attempt = bound(attempts.insert_attempt)
-    record_step_attempt = bound(attempts.record_step_attempt)
-    set_status = bound(partition_status.set_status)
-    save_sensor_cursor = bound(notes.save_sensor_cursor)
-    record_backfill = bound(notes.record_backfill)
-
-
 class RetentionReading(OnConnection):
-    pruned_through = bound(facts.pruned_through)
+    pruned_through = on_sql(reading.pruned_through)
     applied_dates = bound(prune.applied_dates)
     pruned_digest = bound(prune.pruned_digest)
-    prune_operation = bound(identities.prune_operation)
+    prune_operation = on_sql(identities.prune_operation)
 
 
 class RetentionWriting(RetentionReading):
@@ -188,11 +158,11 @@ class DuckDBReader:
 
     def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
         self.con = con
-        self.journal = JournalReading(con)
+        self.journal = JournalReading(DuckDBSql(con))
         self.landing = LandingReading(con)
         self.apply = ApplyReading(con)
         self.publish = PublishReading(con)
-        self.evidence = EvidenceReading(con)
+        self.evidence = EvidenceReading(DuckDBSql(con))
         self.retention = RetentionReading(con)
         self.reports = DuckDBReports(con)
 
@@ -202,10 +172,10 @@ class DuckDBWriter:
 
     def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
         self.con = con
-        self.journal = JournalWriting(con)
+        self.journal = JournalWriting(DuckDBSql(con))
         self.landing = LandingWriting(con)
         self.apply = ApplyWriting(con)
         self.publish = PublishWriting(con)
-        self.evidence = EvidenceWriting(con)
+        self.evidence = EvidenceWriting(DuckDBSql(con))
         self.retention = RetentionWriting(con)
         self.reports = DuckDBReports(con)

@@ -9,7 +9,8 @@ from collections.abc import Sequence
 import duckdb
 import polars as pl
 
-from replay_assets.storage.apply.certified import last_publication
+from replay_assets.storage.apply.reading import last_publication
+from replay_assets.storage.db.sql import DuckDBSql
 from replay_assets.storage.db.warehouse import insert_frame, query_frame
 from replay_assets.storage.publish import certify
 from replay_assets.storage.publish.steps import Candidate
@@ -54,8 +55,8 @@ def release_queue(
 def last_publications(
     con: duckdb.DuckDBPyConnection, asset: str, keys: list[str]
 ) -> dict[str, tuple[int, str, str]]:
-    """Each of ``keys``' newest publication of ``asset`` (``certified.last_publication``)."""
-    found = {key: last_publication(con, asset, key) for key in keys}
+    """Each of ``keys``' newest publication of ``asset`` (``reading.last_publication``)."""
+    found = {key: last_publication(DuckDBSql(con), asset, key) for key in keys}
     return {key: last for key, last in found.items() if last is not None}
 
 

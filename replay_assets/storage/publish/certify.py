@@ -17,13 +17,11 @@ from replay_assets.core.gate import (
 )
 from replay_assets.core.state import Counts
 from replay_assets.core.status import PartitionStatus
-from replay_assets.storage.apply.certified import (
-    last_publication,
-    pointer,
-)
+from replay_assets.storage.apply.reading import certified_pointer, last_publication
 from replay_assets.storage.apply.row_checks import Snapshot
+from replay_assets.storage.db.sql import DuckDBSql
 from replay_assets.storage.db.warehouse import query_frame
-from replay_assets.storage.evidence.status import set_status
+from replay_assets.storage.evidence.written_once import EvidenceWriting
 from replay_assets.storage.publish import verdicts
 from replay_assets.storage.publish.verdicts import checks_json
 from replay_assets.storage.rules.tables import RECON_COLUMNS
@@ -91,10 +89,12 @@ def record_publication(
     """Publish a new version when the content changed and ``as_of`` is not older than the last
     publication (monotone). Returns the new version, or None when nothing new was published.
     A repair always publishes a new version, with its reason, as the audit trail of the fix."""
-    last = last_publication(con, asset, key)
+    last = last_publication(DuckDBSql(con), asset, key)
     decided = verdicts.publishing(last, as_of, digest, repair_reason)
     if decided.version is None:
-        set_status(con, asset, keys=[key], status=decided.status, reason=decided.reason, now=now)
+        EvidenceWriting(DuckDBSql(con)).set_status(
+            asset, keys=[key], status=decided.status, reason=decided.reason, now=now
+        )
         return None
     con.execute(
         "INSERT INTO publications ("
@@ -103,8 +103,7 @@ def record_publication(
         ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [asset, key, decided.version, as_of, digest, checks_json(outcomes), now, run_id, decided.reason],
     )
-    set_status(
-        con,
+    EvidenceWriting(DuckDBSql(con)).set_status(
         asset,
         keys=[key],
         status=decided.status,
@@ -136,7 +135,7 @@ def certify_state(
         now=now,
         repair_reason=repair_reason,
     )
-    current = pointer(con)
+    current = certified_pointer(DuckDBSql(con))
     if current is None or current < day:
         con.execute("INSERT OR REPLACE INTO pointers (name, value) VALUES ('published_load_date', ?)", [day])
 
@@ -175,7 +174,9 @@ def record_failed_candidate(
             path.stat().st_size,
         ],
     )
-    set_status(con, asset, keys=[key], status=PartitionStatus.FAILED_CANDIDATE, reason=reason, now=now)
+    EvidenceWriting(DuckDBSql(con)).set_status(
+        asset, keys=[key], status=PartitionStatus.FAILED_CANDIDATE, reason=reason, now=now
+    )
     return path
 
 

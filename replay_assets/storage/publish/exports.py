@@ -10,7 +10,8 @@ import polars as pl
 
 from replay_assets.core import retention
 from replay_assets.core.errors import ErrorCode, ReplayError
-from replay_assets.storage.apply.facts import pruned_through
+from replay_assets.storage.apply.reading import pruned_through
+from replay_assets.storage.db.sql import DuckDBSql
 from replay_assets.storage.db.warehouse import query_frame
 from replay_assets.storage.evidence.costs import batch_costs
 from replay_assets.storage.rules.published import AS_OF, RECONCILE_SQL, TABLES
@@ -25,7 +26,7 @@ def table(con: duckdb.DuckDBPyConnection, name: str, as_of: str | None) -> pl.Da
     if as_of is not None:
         if name not in AS_OF:
             raise ReplayError(ErrorCode.USAGE, f"--as-of applies to {', '.join(AS_OF)}, not {name}")
-        behind = retention.refusal(as_of, pruned_through(con), "an as-of read")
+        behind = retention.refusal(as_of, pruned_through(DuckDBSql(con)), "an as-of read")
         if behind:
             raise ReplayError(ErrorCode.BEHIND_HORIZON, behind)
         return _read(con, AS_OF[name], [as_of])

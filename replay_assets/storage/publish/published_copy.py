@@ -17,8 +17,8 @@ from typing import Any
 import duckdb
 
 from replay_assets.core.events import canonical_json, sha256_text
-from replay_assets.storage.apply.certified import pointer
-from replay_assets.storage.apply.facts import pruned_through
+from replay_assets.storage.apply.reading import certified_pointer, pruned_through
+from replay_assets.storage.db.sql import DuckDBSql
 from replay_assets.storage.home.files import atomic_replace, atomic_write, temp_path
 from replay_assets.storage.home.home_files import read_own_file
 from replay_assets.storage.home.paths import glob_literal_sql
@@ -107,7 +107,7 @@ def refresh(con: duckdb.DuckDBPyConnection, home: Path) -> list[str]:
     """Bring the published copy up to the warehouse's certified state; writes only the files
     whose certified version changed since the last refresh. Returns the files written. The
     caller refuses first while an operator holds an operation (its target is certified state:
-    ``journal.entries.require_no_hold``)."""
+    ``JournalReading.require_no_hold``)."""
     root = home / "published"
     state_path = root / "exported.json"
     recorded = read_own_file(root, state_path.name, EXPORTED_STATE_BYTES)
@@ -155,7 +155,7 @@ def _refresh_history(con: duckdb.DuckDBPyConnection, root: Path, done: dict[str,
     """The as-of files: the base when the horizon moved, each certified date's rows when its
     snapshot changed; files of dates behind the horizon go after the base that covers them."""
     written = []
-    horizon, current = pruned_through(con), pointer(con) or ""
+    horizon, current = pruned_through(DuckDBSql(con)), certified_pointer(DuckDBSql(con)) or ""
     changes: dict[str, str] = done.setdefault("history", {})
     if horizon and done.get("history_base") != horizon:
         for entity, (table, _, columns, key) in AS_OF_HISTORY.items():

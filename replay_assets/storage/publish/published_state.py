@@ -25,7 +25,8 @@ import duckdb
 
 from replay_assets.core.events import canonical_json, sha256_text
 from replay_assets.storage.apply import latest
-from replay_assets.storage.apply.certified import pointer
+from replay_assets.storage.apply.reading import certified_pointer
+from replay_assets.storage.db.sql import DuckDBSql
 from replay_assets.storage.home.files import atomic_replace, fsync_folder
 from replay_assets.storage.rules.latest import LATEST
 from replay_assets.storage.rules.published import ENTITIES
@@ -44,7 +45,7 @@ def refresh_current(
     """Bring the current state's partitions to the certified pointer; records the files in
     ``done`` (``current_files``, and ``previous_files`` for the cleanup). ``columns``: per
     entity, the consumer columns of its history rows (the as-of macros' projection)."""
-    current = pointer(con)
+    current = certified_pointer(DuckDBSql(con))
     if current is None:
         return []
     # the content hash leaves out load dates: a restatement that only moves a row to another

@@ -9,9 +9,10 @@ import polars as pl
 
 from replay_assets.storage.apply import latest as newest_rows
 from replay_assets.storage.apply import state_digest
-from replay_assets.storage.apply.certified import pointer, recomputed_controls
-from replay_assets.storage.apply.facts import pruned_through
+from replay_assets.storage.apply.certified import recomputed_controls
+from replay_assets.storage.apply.reading import certified_pointer, pruned_through
 from replay_assets.storage.apply.snapshot_scan import scan_snapshot
+from replay_assets.storage.db.sql import DuckDBSql
 from replay_assets.storage.db.warehouse import one, query_frame
 from replay_assets.storage.publish.aggregates import candidates
 from replay_assets.storage.publish.procedure import Verdict, aggregates_verdict, state_verdict
@@ -29,8 +30,8 @@ def reverify_aggregates(con: duckdb.DuckDBPyConnection) -> Verdict:
     pending = {str(r[0]) for r in con.execute(PENDING).fetchall()}
     return aggregates_verdict(
         query_frame(con, LATEST, ["daily_aggregates"]),
-        horizon=pruned_through(con),
-        current=pointer(con) or "",
+        horizon=pruned_through(DuckDBSql(con)),
+        current=certified_pointer(DuckDBSql(con)) or "",
         pending=pending,
         aggregates=lambda as_of, dates: candidates(con, dates, as_of=as_of, from_latest=False),
     )
@@ -39,7 +40,7 @@ def reverify_aggregates(con: duckdb.DuckDBPyConnection) -> Verdict:
 def reverify_state(con: duckdb.DuckDBPyConnection, newest: int = 7) -> Verdict:
     """The newest ``newest`` certified load-date snapshots, recomputed (``state_verdict``)."""
     latest = query_frame(con, LATEST, ["current_orders"])
-    latest = latest.filter(pl.col("partition_key") > pruned_through(con)).tail(newest)
+    latest = latest.filter(pl.col("partition_key") > pruned_through(DuckDBSql(con))).tail(newest)
 
     def stored(day: str) -> tuple[object, ...] | None:
         return one(con, "SELECT * EXCLUDE (load_date, row_count) FROM snapshots WHERE load_date = ?", [day])
@@ -50,7 +51,7 @@ def reverify_state(con: duckdb.DuckDBPyConnection, newest: int = 7) -> Verdict:
         controls=lambda day: recomputed_controls(con, day).as_tuple(),
         stored=stored,
         differing=newest_rows.differences(con),
-        pointer=pointer(con) or "",
+        pointer=certified_pointer(DuckDBSql(con)) or "",
     )
 
 

@@ -25,10 +25,10 @@ from replay_assets.core.state import Counts
 from replay_assets.core.status import PartitionStatus
 from replay_assets.storage.apply.load_date import ApplyResult, apply_load_date
 from replay_assets.storage.apply.steps import counts_of
+from replay_assets.storage.evidence.written_once import EvidenceWriting
 from replay_assets.storage.rules.apply import AFFECTED_GROUPS, GROUP_DATES, HISTORY_ROWS
 from replay_assets.storage.spark import schema
 from replay_assets.storage.spark.dialect import shared
-from replay_assets.storage.spark.evidence import EvidenceWriting
 from replay_assets.storage.spark.facts import ApplyReading
 from replay_assets.storage.spark.fold import fold
 from replay_assets.storage.spark.frames import to_polars
@@ -42,7 +42,7 @@ from replay_assets.storage.spark.stepbase import (
     latest_holds_before,
     local_view,
 )
-from replay_assets.storage.spark.unit import On, UnitBase
+from replay_assets.storage.spark.unit import On, SparkSql, UnitBase
 
 VIOLATION = Outcome.VIOLATION.value
 _STAGED = ("_batches", "_events", "_committed", "_registry", "_folded", "_groups")
@@ -151,7 +151,7 @@ class SparkFoldSteps(On):
         self.u.append_frames("batch_violations", [stamped])
         blamed = sorted(set(found["batch_id"].to_list()))
         reason = f"batch {blamed[0]}: {found['detail'][0]}"
-        evidence = EvidenceWriting(self.u)
+        evidence = EvidenceWriting(SparkSql(self.u))
         evidence.insert_attempt(plan.load_date, plan.identity, status="BLOCKED", reason=reason, now=now)
         sources = {d.batch_id: d.source for d in plan.batches}
         zero = {"accepted": 0, "rejected": 0, "skipped_duplicate": 0, "skipped_stale": 0}
@@ -240,7 +240,7 @@ class SparkStateWrites(On):
                 WHEN NOT MATCHED THEN INSERT *""",
             )
         if dates:
-            EvidenceWriting(self.u).set_status(
+            EvidenceWriting(SparkSql(self.u)).set_status(
                 "daily_aggregates",
                 keys=dates,
                 status=PartitionStatus.PENDING_RESTATEMENT,
@@ -356,7 +356,7 @@ class ApplyWriting(ApplyReading):
         self, plan: DatePlan, *, status: PartitionStatus, reason: str, now: dt.datetime
     ) -> None:
         # keyed by the file fingerprints: replacing the broken file makes the date ready
-        evidence = EvidenceWriting(self.u)
+        evidence = EvidenceWriting(SparkSql(self.u))
         evidence.insert_attempt(plan.load_date, plan.attempt_key, status=status.value, reason=reason, now=now)
         evidence.set_status("current_orders", keys=[plan.load_date], status=status, reason=reason, now=now)
 

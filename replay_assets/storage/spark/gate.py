@@ -21,6 +21,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from replay_assets.core.aggregate import Controls
 from replay_assets.core.gate import CheckOutcome
 from replay_assets.core.state import Counts
+from replay_assets.storage.apply import reading
 from replay_assets.storage.apply.row_checks import RowChecks, Snapshot, check_rows
 from replay_assets.storage.publish import verdicts
 from replay_assets.storage.publish.steps import Candidate
@@ -34,13 +35,7 @@ from replay_assets.storage.rules.digest import (
 )
 from replay_assets.storage.spark import row_checks_task, schema
 from replay_assets.storage.spark.dialect import over_tables
-from replay_assets.storage.spark.facts import (
-    POINTER,
-    SNAPSHOT,
-    certified_pointer,
-    digest_of_target,
-    published_partitions,
-)
+from replay_assets.storage.spark.facts import SNAPSHOT, published_partitions
 from replay_assets.storage.spark.publish import SparkPublicationWrites
 from replay_assets.storage.spark.row_checks_task import TAG
 from replay_assets.storage.spark.unit import On, UnitBase
@@ -115,9 +110,9 @@ class SparkGateSteps(On):
         writes.record_publications(
             "current_orders", [candidate], as_of=day, run_id=run_id, now=now, repair_reason=repair_reason
         )
-        pointer = certified_pointer(u)
+        pointer = reading.certified_pointer(self.sql)
         if pointer is None or pointer < day:
-            u.merge("pointers", [{"name": POINTER, "value": day}], on=("name",), update=("value",))
+            u.merge("pointers", [{"name": reading.CERTIFIED, "value": day}], on=("name",), update=("value",))
 
     def write_snapshot(self, day: str, controls: Controls, rows: int, digest: str) -> None:
         row = {"load_date": day, **dict(zip(SNAPSHOT, (*controls.as_tuple(), rows, digest), strict=True))}
@@ -161,7 +156,7 @@ class StoredSums(On):
             bool(snapshot)
             and snapshot[0]["content_sha256"] == sums.content_sha256
             and bool(newest)
-            and newest[0]["target_sha256"] == digest_of_target(self.u, day, sums.content_sha256)
+            and newest[0]["target_sha256"] == reading.target_digest(self.sql, day, sums.content_sha256)
         )
 
     def full_sums(self, day: str) -> StateDigest:

@@ -14,24 +14,25 @@ from pyspark.sql import functions as F
 
 from replay_assets.core.gate import CheckOutcome, failures
 from replay_assets.core.status import PartitionStatus
+from replay_assets.storage.apply import reading
+from replay_assets.storage.evidence.written_once import EvidenceWriting, upsert_statuses
 from replay_assets.storage.publish import steps, verdicts
 from replay_assets.storage.rules import by_change
 from replay_assets.storage.rules.aggregates import SQL_AGGREGATES_BY_ORDER, candidate_aggregates
 from replay_assets.storage.rules.evidence import status_values
 from replay_assets.storage.rules.tables import RECON_COLUMNS
 from replay_assets.storage.spark.dialect import over_tables
-from replay_assets.storage.spark.evidence import EvidenceWriting, upsert_status
-from replay_assets.storage.spark.facts import certified_pointer, newest_publications, published_partitions
+from replay_assets.storage.spark.facts import newest_publications, published_partitions
 from replay_assets.storage.spark.frames import to_polars
 from replay_assets.storage.spark.stepbase import latest_holds_as_of
-from replay_assets.storage.spark.unit import On, UnitBase
+from replay_assets.storage.spark.unit import On, SparkSql, UnitBase
 
 _QUEUE_KEY = ("business_date", "store_id", "load_date")
 
 
 class SparkCandidateSteps(On):
     def certified_pointer(self) -> str | None:
-        return certified_pointer(self.u)
+        return reading.certified_pointer(self.sql)
 
     def latest_holds_as_of(self, day: str) -> bool:
         return latest_holds_as_of(self.u, day)
@@ -95,7 +96,7 @@ class SparkPublicationWrites(On):
             "rows_bytes": path.stat().st_size,
         }
         self.u.append("candidates", [row])
-        EvidenceWriting(self.u).set_status(
+        EvidenceWriting(SparkSql(self.u)).set_status(
             asset, keys=[key], status=PartitionStatus.FAILED_CANDIDATE, reason=reason, now=now
         )
         return path
@@ -147,7 +148,7 @@ class SparkPublicationWrites(On):
                     }
                 )
         self.u.append("publications", rows)
-        upsert_status(self.u, statuses)
+        upsert_statuses(SparkSql(self.u), statuses)
         return versions
 
     def insert_aggregate_versions(self, versions: pl.DataFrame) -> None:

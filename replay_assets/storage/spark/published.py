@@ -19,21 +19,18 @@ import polars as pl
 from pyspark.sql import functions as F
 
 from replay_assets.core.gate import CheckOutcome
+from replay_assets.storage.apply import reading
 from replay_assets.storage.home.home_files import read_own_file, write_own_file
+from replay_assets.storage.journal import identities as journal_identities
+from replay_assets.storage.journal.written_once import JournalReading
 from replay_assets.storage.publish import procedure
-from replay_assets.storage.records import Operation
 from replay_assets.storage.rules import identities
 from replay_assets.storage.rules.published import PUBLISHED
-from replay_assets.storage.spark.facts import (
-    certified_pointer,
-    last_publication,
-    newest_publications,
-    published_partitions,
-)
-from replay_assets.storage.spark.journal import JournalReading
+from replay_assets.storage.rules.sql import on_sql
+from replay_assets.storage.spark.facts import published_partitions
 from replay_assets.storage.spark.publish import SparkPublicationWrites, SparkPublishSteps
 from replay_assets.storage.spark.reports import export_frame
-from replay_assets.storage.spark.unit import On
+from replay_assets.storage.spark.unit import On, SparkSql
 
 _EXPORTED = "published-spark.json"  # under the home: the versions the copy was last written from
 # the warehouse tables each table of the published copy is read from (``export_frame``)
@@ -49,7 +46,7 @@ _SOURCES = {
 
 class PublishReading(On):
     def certified_pointer(self) -> str | None:
-        return certified_pointer(self.u)
+        return reading.certified_pointer(self.sql)
 
     def published_partitions(self, asset: str) -> list[str]:
         return published_partitions(self.u, asset)
@@ -60,31 +57,12 @@ class PublishReading(On):
         newest = found.groupBy("asset").agg(F.max("version").alias("v"))
         return {str(r["asset"]): int(r["v"]) for r in self.u.rows(newest)}
 
-    def publish_operation(self, dates: list[str]) -> Operation:
-        pointer = certified_pointer(self.u)
-        upstream = last_publication(self.u, "current_orders", pointer) if pointer else None
-        queue = self.u.frame("restatement_queue").where(
-            F.col("released_at").isNull() & F.col("business_date").isin(dates)
-        )
-        joined = queue.join(self.u.frame("load_dates").select("load_date", "identity"), ["load_date"])
-        found = self.u.rows(
-            joined.select(["business_date", "store_id", "load_date", "identity", "queued_at"])
-        )
-        queued = sorted(
-            (
-                r["business_date"],
-                r["store_id"],
-                r["load_date"],
-                r["identity"],
-                identities.timestamp_text(r["queued_at"]),
-            )
-            for r in found
-        )
-        return identities.publish_identity(dates, pointer or "", upstream[1] if upstream else "", queued)
+    publish_operation = on_sql(journal_identities.publish_operation)
+    publications_digest = on_sql(journal_identities.publications_digest)
 
     def pending_groups(self) -> list[tuple[str, str, str, str]]:
         """The queued groups a restatement will publish (``aggregates.pending_groups``)."""
-        pointer = certified_pointer(self.u)
+        pointer = reading.certified_pointer(self.sql)
         if pointer is None:
             return []
         queue = self.u.frame("restatement_queue").where(
@@ -101,14 +79,6 @@ class PublishReading(On):
             for r in found
         ]
         return sorted(groups, key=lambda g: g[:3])
-
-    def publications_digest(self, dates: list[str]) -> str:
-        """What the target holds for these dates: their newest publication hashes."""
-        found = newest_publications(self.u, "daily_aggregates").where(F.col("partition_key").isin(dates))
-        rows = self.u.rows(
-            found.select("partition_key", "version", "content_sha256").orderBy("partition_key")
-        )
-        return identities.digest_of_publications([list(r.values()) for r in rows])
 
 
 class PublishWriting(PublishReading):
@@ -148,7 +118,7 @@ class PublishWriting(PublishReading):
         """Rewrite each consumer table under ``<warehouse>/published/`` whose sources moved since
         it was last written (idempotent): a publication rewrites the aggregates, not the current
         state it did not change. Refuses while an operator holds an operation."""
-        JournalReading(self.u).require_no_hold()
+        JournalReading(SparkSql(self.u)).require_no_hold()
         found = read_own_file(home, _EXPORTED)
         held = json.loads(found) if found is not None else {}
         if held.get("warehouse") != self.u.tables.root:

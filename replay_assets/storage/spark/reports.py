@@ -14,17 +14,18 @@ from pyspark.sql import functions as F
 
 from replay_assets.core import retention
 from replay_assets.core.errors import ErrorCode, ReplayError
+from replay_assets.storage.apply import reading
 from replay_assets.storage.publish import procedure
 from replay_assets.storage.rules.evidence import BATCH_COSTS
 from replay_assets.storage.rules.latest import LATEST, differences
 from replay_assets.storage.rules.published import AS_OF, AS_OF_HISTORY, ENTITIES, RECONCILE_SQL, TABLES
 from replay_assets.storage.spark import schema
 from replay_assets.storage.spark.dialect import over_tables
-from replay_assets.storage.spark.facts import certified_pointer, newest_publications, pruned_through
+from replay_assets.storage.spark.facts import newest_publications
 from replay_assets.storage.spark.frames import newest_per_key, to_polars
 from replay_assets.storage.spark.gate import StoredSums
 from replay_assets.storage.spark.publish import SparkCandidateSteps
-from replay_assets.storage.spark.unit import On, UnitBase
+from replay_assets.storage.spark.unit import On, SparkSql, UnitBase
 
 _NEWEST = 7  # certified load dates ``reverify_state`` recomputes (as on DuckDB)
 
@@ -89,7 +90,7 @@ class SparkReports(On):
         if as_of is not None:
             if name not in AS_OF:
                 raise ReplayError(ErrorCode.USAGE, f"--as-of applies to {', '.join(AS_OF)}, not {name}")
-            behind = retention.refusal(as_of, pruned_through(self.u), "an as-of read")
+            behind = retention.refusal(as_of, reading.pruned_through(self.sql), "an as-of read")
             if behind:
                 raise ReplayError(ErrorCode.BEHIND_HORIZON, behind)
             return to_polars(consumer_frame(self.u, name, as_of).orderBy(*_CONSUMER[name][1]))
@@ -102,8 +103,8 @@ class SparkReports(On):
         pending = self.u.frame("restatement_queue").where(F.col("released_at").isNull())
         return procedure.aggregates_verdict(
             _newest_publications(self.u, "daily_aggregates"),
-            horizon=pruned_through(self.u),
-            current=certified_pointer(self.u) or "",
+            horizon=reading.pruned_through(self.sql),
+            current=reading.certified_pointer(self.sql) or "",
             pending={
                 str(r["business_date"]) for r in self.u.rows(pending.select("business_date").distinct())
             },
@@ -113,7 +114,7 @@ class SparkReports(On):
     def reverify_state(self) -> procedure.Verdict:
         steps = StoredSums(self.u)
         latest = _newest_publications(self.u, "current_orders")
-        latest = latest.filter(pl.col("partition_key") > pruned_through(self.u)).tail(_NEWEST)
+        latest = latest.filter(pl.col("partition_key") > reading.pruned_through(self.sql)).tail(_NEWEST)
         columns = [c for c in schema.schemas()["snapshots"].names if c not in ("load_date", "row_count")]
 
         def stored(day: str) -> tuple[object, ...] | None:
@@ -130,7 +131,7 @@ class SparkReports(On):
             controls=lambda day: steps.recomputed_controls(day).as_tuple(),
             stored=stored,
             differing=_latest_differences(self.u),
-            pointer=certified_pointer(self.u) or "",
+            pointer=reading.certified_pointer(self.sql) or "",
         )
 
 
@@ -147,7 +148,7 @@ def consumer_frame(u: UnitBase, name: str, as_of: str | None = None) -> DataFram
             *_AGGREGATES
         )
     history, key, columns = _CONSUMER[name]
-    day = as_of if as_of is not None else certified_pointer(u) or ""
+    day = as_of if as_of is not None else reading.certified_pointer(SparkSql(u)) or ""
     return newest_per_key(u.frame(history).where(F.col("load_date") <= F.lit(day)), key).selectExpr(*columns)
 
 

@@ -11,12 +11,12 @@ import datetime as dt
 from pyspark.sql import functions as F
 
 from replay_assets.core.events import canonical_json, sha256_text
-from replay_assets.storage.records import Operation
-from replay_assets.storage.rules import identities
+from replay_assets.storage.apply import reading
+from replay_assets.storage.journal import identities as journal_identities
 from replay_assets.storage.rules.latest import DROPPED
 from replay_assets.storage.rules.retention import PRUNED_EVIDENCE
+from replay_assets.storage.rules.sql import on_sql
 from replay_assets.storage.rules.tables import HISTORY_KEYS, PER_DATE, PRUNED_THROUGH
-from replay_assets.storage.spark import facts
 from replay_assets.storage.spark.dialect import over_tables
 from replay_assets.storage.spark.stepbase import DELETE_DAY
 from replay_assets.storage.spark.unit import On, UnitBase
@@ -27,15 +27,13 @@ _COUNTS = ("raw_receipts", "staged_events", "registry_rows", "history_rows")
 class RetentionReading(On):
     def pruned_through(self) -> str:
         """The newest pruned load date, or "" when nothing was pruned."""
-        return facts.pruned_through(self.u)
+        return reading.pruned_through(self.sql)
 
     def applied_dates(self) -> list[str]:
         dates = self.u.frame("load_dates").select("load_date").orderBy("load_date")
         return [str(r["load_date"]) for r in self.u.rows(dates)]
 
-    def prune_operation(self, day: str) -> Operation:
-        applied = self.u.rows(self.u.frame("load_dates").where(F.col("load_date") == F.lit(day)))
-        return identities.prune_identity(day, str(applied[0]["identity"]) if applied else "")
+    prune_operation = on_sql(journal_identities.prune_operation)
 
     def pruned_digest(self, day: str) -> str | None:
         """What the pruning of ``day`` recorded (its counts), as the operation's target hash."""

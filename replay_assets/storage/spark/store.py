@@ -24,18 +24,18 @@ from pyspark.sql import SparkSession
 from pyspark.sql.connect.session import SparkSession as ConnectSession
 
 from replay_assets.storage import unit as ports
+from replay_assets.storage.evidence.written_once import EvidenceReading, EvidenceWriting
 from replay_assets.storage.home.clock import real_now
+from replay_assets.storage.journal.written_once import JournalReading, JournalWriting
 from replay_assets.storage.spark import schema
 from replay_assets.storage.spark.apply import ApplyWriting
-from replay_assets.storage.spark.evidence import EvidenceReading, EvidenceWriting
 from replay_assets.storage.spark.facts import ApplyReading
-from replay_assets.storage.spark.journal import JournalReading, JournalWriting
 from replay_assets.storage.spark.landing import LandingReading, LandingWriting
 from replay_assets.storage.spark.published import PublishReading, PublishWriting
 from replay_assets.storage.spark.reports import SparkReports
 from replay_assets.storage.spark.retention import RetentionReading, RetentionWriting
 from replay_assets.storage.spark.tables import DeltaTables, EngineLanding
-from replay_assets.storage.spark.unit import UnitBase
+from replay_assets.storage.spark.unit import SparkSql, UnitBase
 
 
 class SparkReader:
@@ -43,11 +43,11 @@ class SparkReader:
 
     def __init__(self, ops: UnitBase) -> None:
         self.ops = ops
-        self.journal = JournalReading(ops)
+        self.journal = JournalReading(SparkSql(ops))
         self.landing = LandingReading(ops)
         self.apply = ApplyReading(ops)
         self.publish = PublishReading(ops)
-        self.evidence = EvidenceReading(ops)
+        self.evidence = EvidenceReading(SparkSql(ops))
         self.retention = RetentionReading(ops)
         self.reports = SparkReports(ops)
 
@@ -57,11 +57,11 @@ class SparkWriter:
 
     def __init__(self, ops: UnitBase) -> None:
         self.ops = ops
-        self.journal = JournalWriting(ops)
+        self.journal = JournalWriting(SparkSql(ops))
         self.landing = LandingWriting(ops)
         self.apply = ApplyWriting(ops)
         self.publish = PublishWriting(ops)
-        self.evidence = EvidenceWriting(ops)
+        self.evidence = EvidenceWriting(SparkSql(ops))
         self.retention = RetentionWriting(ops)
         self.reports = SparkReports(ops)
 

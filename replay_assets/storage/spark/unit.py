@@ -19,6 +19,7 @@ from pyspark.sql import DataFrame
 
 from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.storage.spark import schema
+from replay_assets.storage.spark.dialect import over_tables
 from replay_assets.storage.spark.frames import local_frame
 from replay_assets.storage.spark.tables import DeltaTables, Snapshot, Writer
 
@@ -177,3 +178,25 @@ class On:
     def __init__(self, u: UnitBase) -> None:
         self.u = u
         self.spark = u.spark
+        self.sql = SparkSql(u)
+
+
+class SparkSql:
+    """Spark's ``Sql`` (``storage/rules/sql.py``) over one unit: a shared statement rendered over
+    the tables as the unit sees them; rows written as one commit, an upsert as one ``MERGE``."""
+
+    def __init__(self, u: UnitBase) -> None:
+        self.u = u
+
+    def rows(self, statement: str, **params: Any) -> list[dict[str, Any]]:
+        return self.u.rows(self.u.sql(over_tables(statement), **params))
+
+    def insert(self, table: str, rows: Sequence[Mapping[str, Any]]) -> None:
+        self.u.append(table, rows)
+
+    def upsert(
+        self, table: str, rows: Sequence[Mapping[str, Any]], *, on: Sequence[str], keep: Sequence[str] = ()
+    ) -> None:
+        if rows:
+            update = [c for c in rows[0] if c not in on and c not in keep]
+            self.u.merge(table, rows, on=on, update=update, keep=keep)

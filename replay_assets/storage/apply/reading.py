@@ -1,0 +1,87 @@
+"""What the warehouse knows about load dates and publications, written once for both engines
+over the unit's ``Sql``: the plan's facts, the pointers, a partition's newest publication and the
+digest of what applying a load date left in the target (the journal compares it on a retry)."""
+
+from __future__ import annotations
+
+from replay_assets.core.plan import DatePlan, WarehouseFacts
+from replay_assets.core.status import DateStatus
+from replay_assets.storage.rules.apply import require_all_landed
+from replay_assets.storage.rules.digest import target_digest_of
+from replay_assets.storage.rules.sql import Sql
+from replay_assets.storage.rules.tables import PRUNED_THROUGH
+
+CERTIFIED = "published_load_date"
+POINTER = "SELECT value FROM pointers WHERE name = $name"
+APPLIED = "SELECT load_date, identity FROM load_dates"
+# the newest attempt at each input of a load date (``seq`` orders attempts at one instant)
+NEWEST_ATTEMPTS = """
+SELECT load_date, identity, status, reason FROM (
+    SELECT load_date, identity, status, reason, row_number() OVER (
+        PARTITION BY load_date, identity ORDER BY attempted_at DESC, seq DESC) AS newest
+    FROM load_date_attempts) a
+WHERE newest = 1"""
+SKIPPED = "SELECT batch_id FROM batch_resolutions"
+LANDED = "SELECT batch_id, manifest_sha256 FROM manifests"
+# batches an application of their load date counted: a late batch is not, until one counts it
+COUNTED = "SELECT batch_id FROM reconciliation WHERE status = 'APPLIED'"
+LANDED_ON = "SELECT batch_id FROM manifests WHERE load_date = $day"
+LAST_PUBLICATION = """
+SELECT version, content_sha256, as_of_load_date FROM publications
+WHERE asset = $asset AND partition_key = $key ORDER BY version DESC LIMIT 1"""
+# the snapshot record's values but the load date, in column order (``target_digest_of``)
+SNAPSHOT = """
+SELECT active_lines, distinct_orders, units, amount_minor, cost_minor, gross_profit_minor, row_count,
+       content_sha256
+FROM snapshots WHERE load_date = $day"""
+
+
+def pointer(sql: Sql, name: str) -> str:
+    found = sql.rows(POINTER, name=name)
+    return str(found[0]["value"]) if found else ""
+
+
+def certified_pointer(sql: Sql) -> str | None:
+    return pointer(sql, CERTIFIED) or None
+
+
+def pruned_through(sql: Sql) -> str:
+    """The newest pruned load date, or "" when nothing was pruned."""
+    return pointer(sql, PRUNED_THROUGH)
+
+
+def last_publication(sql: Sql, asset: str, key: str) -> tuple[int, str, str] | None:
+    """The newest publication of a partition: version, content hash, as-of load date."""
+    found = sql.rows(LAST_PUBLICATION, asset=asset, key=key)
+    if not found:
+        return None
+    return int(found[0]["version"]), str(found[0]["content_sha256"]), str(found[0]["as_of_load_date"])
+
+
+def warehouse_facts(sql: Sql) -> WarehouseFacts:
+    blocked = {
+        (r["load_date"], r["identity"]): (DateStatus(r["status"]), r["reason"])
+        for r in sql.rows(NEWEST_ATTEMPTS)
+    }
+    return WarehouseFacts(
+        {r["load_date"]: r["identity"] for r in sql.rows(APPLIED)},
+        blocked,
+        skipped=frozenset(r["batch_id"] for r in sql.rows(SKIPPED)),
+        landed={r["batch_id"]: r["manifest_sha256"] for r in sql.rows(LANDED)},
+        pointer=certified_pointer(sql) or "",
+        pruned_through=pruned_through(sql),
+        counted=frozenset(r["batch_id"] for r in sql.rows(COUNTED)),
+    )
+
+
+def require_landed(sql: Sql, plan: DatePlan) -> None:
+    require_all_landed(plan, {r["batch_id"] for r in sql.rows(LANDED_ON, day=plan.load_date)})
+
+
+def target_digest(sql: Sql, day: str, state_digest: str) -> str:
+    """What applying a load date left in the target (``target_digest_of``). A retry compares it
+    with the journal's record (drift means repair)."""
+    snapshot = sql.rows(SNAPSHOT, day=day)
+    publication = last_publication(sql, "current_orders", day)
+    values = list(snapshot[0].values()) if snapshot else None
+    return target_digest_of(state_digest, values, publication[1] if publication else None)

@@ -1,0 +1,45 @@
+"""DuckDB's ``Sql`` (``storage/rules/sql.py``): the shared statements run as written, rows
+written by one parameterised statement whatever their number."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import duckdb
+
+from replay_assets.storage.rules.sql import identifiers
+
+
+class DuckDBSql:
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        self.con = con
+
+    def rows(self, statement: str, **params: Any) -> list[dict[str, Any]]:
+        cursor = self.con.execute(statement, params or None)
+        names = [d[0] for d in cursor.description or ()]
+        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+    def insert(self, table: str, rows: Sequence[Mapping[str, Any]]) -> None:
+        self._write(table, rows, "")
+
+    def upsert(
+        self, table: str, rows: Sequence[Mapping[str, Any]], *, on: Sequence[str], keep: Sequence[str] = ()
+    ) -> None:
+        columns = identifiers(*rows[0]) if rows else ()
+        kept = identifiers(*keep)
+        update = [f"{c} = excluded.{c}" for c in columns if c not in on and c not in kept]
+        update += [f"{c} = coalesce(excluded.{c}, {table}.{c})" for c in kept]
+        self._write(
+            table, rows, f" ON CONFLICT ({', '.join(identifiers(*on))}) DO UPDATE SET {', '.join(update)}"
+        )
+
+    def _write(self, table: str, rows: Sequence[Mapping[str, Any]], tail: str) -> None:
+        if not rows:
+            return
+        columns = identifiers(table, *rows[0])[1:]
+        one = "(" + ", ".join("?" * len(columns)) + ")"
+        values = [row[c] for row in rows for c in columns]
+        self.con.execute(
+            f"INSERT INTO {table} ({', '.join(columns)}) VALUES {', '.join([one] * len(rows))}{tail}", values
+        )
