@@ -35,28 +35,3 @@ def record_attempt(
     EvidenceWriting(DuckDBSql(con)).set_status(
         "current_orders", keys=[plan.load_date], status=status, reason=reason, now=now
     )
-
-
-def applied_identity(con: duckdb.DuckDBPyConnection, day: str) -> str | None:
-    """The input identity ``day`` was applied with; None when it is not applied."""
-    row = con.execute("SELECT identity FROM load_dates WHERE load_date = ?", [day]).fetchone()
-    return str(row[0]) if row else None
-
-
-def newest_applied(con: duckdb.DuckDBPyConnection) -> str | None:
-    row = con.execute("SELECT max(load_date) FROM load_dates").fetchone()
-    return str(row[0]) if row and row[0] is not None else None
-
-
-def record_applied(
-    con: duckdb.DuckDBPyConnection, day: str, identity: str, now: dt.datetime, run_id: str | None
-) -> None:
-    con.execute(
-        "INSERT OR REPLACE INTO load_dates (load_date, identity, applied_at, run_id) VALUES (?, ?, ?, ?)",
-        [day, identity, now, run_id],
-    )
-
-
-def first_applied(con: duckdb.DuckDBPyConnection) -> str | None:
-    row = con.execute("SELECT min(load_date) FROM load_dates").fetchone()
-    return str(row[0]) if row and row[0] is not None else None

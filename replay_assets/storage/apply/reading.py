@@ -34,6 +34,9 @@ SNAPSHOT = """
 SELECT active_lines, distinct_orders, units, amount_minor, cost_minor, gross_profit_minor, row_count,
        content_sha256
 FROM snapshots WHERE load_date = $day"""
+APPLIED_AS = "SELECT identity FROM load_dates WHERE load_date = $day"
+APPLIED_RANGE = "SELECT min(load_date) AS first, max(load_date) AS newest FROM load_dates"
+APPLIED_DATES = "SELECT load_date FROM load_dates ORDER BY load_date"
 
 
 def pointer(sql: Sql, name: str) -> str:
@@ -85,3 +88,23 @@ def target_digest(sql: Sql, day: str, state_digest: str) -> str:
     publication = last_publication(sql, "current_orders", day)
     values = list(snapshot[0].values()) if snapshot else None
     return target_digest_of(state_digest, values, publication[1] if publication else None)
+
+
+def applied_identity(sql: Sql, day: str) -> str | None:
+    """The input identity ``day`` was applied with; None when it is not applied."""
+    found = sql.rows(APPLIED_AS, day=day)
+    return str(found[0]["identity"]) if found else None
+
+
+def newest_applied(sql: Sql) -> str | None:
+    newest = sql.rows(APPLIED_RANGE)[0]["newest"]
+    return str(newest) if newest is not None else None
+
+
+def first_applied(sql: Sql) -> str | None:
+    first = sql.rows(APPLIED_RANGE)[0]["first"]
+    return str(first) if first is not None else None
+
+
+def applied_dates(sql: Sql) -> list[str]:
+    return [str(r["load_date"]) for r in sql.rows(APPLIED_DATES)]

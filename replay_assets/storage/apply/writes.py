@@ -212,27 +212,3 @@ def advance_watermarks(con: duckdb.DuckDBPyConnection, plan: DatePlan, day: str)
                     load_date = excluded.load_date""",
                 [source, max(candidates), day],
             )
-
-
-def write_reconciliation(
-    con: duckdb.DuckDBPyConnection, plan: DatePlan, counts: dict[str, Counts], status: str
-) -> None:
-    for d in plan.batches:
-        c = counts[d.batch_id]
-        con.execute(
-            "INSERT OR REPLACE INTO reconciliation ("
-            "batch_id, source, load_date, source_events, accepted, rejected, skipped_duplicate, "
-            "skipped_stale, status"
-            ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [
-                d.batch_id,
-                d.source,
-                plan.load_date,
-                c.source_events,
-                c.accepted,
-                c.rejected,
-                c.skipped_duplicate,
-                c.skipped_stale,
-                status,
-            ],
-        )

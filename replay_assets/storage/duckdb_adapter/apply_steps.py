@@ -5,15 +5,24 @@ from __future__ import annotations
 
 import duckdb
 
-from replay_assets.storage.apply import facts, latest, snapshot_scan, stage, state_digest, writes
+from replay_assets.storage.apply import (
+    latest,
+    reading,
+    recording,
+    snapshot_scan,
+    stage,
+    state_digest,
+    writes,
+)
 from replay_assets.storage.duckdb_adapter.binding import OnConnection, bound
 from replay_assets.storage.publish import certify
+from replay_assets.storage.rules.sql import on_sql
 
 
 class DuckDBFoldSteps(OnConnection):
-    applied_identity = bound(facts.applied_identity)
-    newest_applied = bound(facts.newest_applied)
-    record_applied = bound(facts.record_applied)
+    applied_identity = on_sql(reading.applied_identity)
+    newest_applied = on_sql(reading.newest_applied)
+    record_applied = on_sql(recording.record_applied)
     stage_fold = bound(stage.stage_fold)
     drop_fold = bound(stage.drop_fold)
     batch_counts = bound(writes.batch_counts)
@@ -29,7 +38,7 @@ class DuckDBStateWrites(OnConnection):
     register_events = bound(writes.register_events)
     queue_groups = bound(writes.queue_groups)
     advance_watermarks = bound(writes.advance_watermarks)
-    write_reconciliation = bound(writes.write_reconciliation)
+    write_reconciliation = on_sql(recording.write_reconciliation)
     candidate_rows = bound(writes.candidate_rows)
     advance_latest = bound(latest.advance)
     latest_holds_before = bound(latest.holds_before)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import duckdb
 
-from replay_assets.storage.apply import facts, latest, reading
+from replay_assets.storage.apply import latest, reading
 from replay_assets.storage.duckdb_adapter.binding import OnConnection, bound
 from replay_assets.storage.publish import aggregates, certify
 from replay_assets.storage.rules.sql import on_sql
@@ -15,7 +15,7 @@ class DuckDBCandidateSteps(OnConnection):
     latest_holds_as_of = bound(latest.holds_as_of)
     recomputed_aggregates = bound(aggregates.recomputed)
     applied_reconciliation = bound(certify.applied_reconciliation)
-    first_applied = bound(facts.first_applied)
+    first_applied = on_sql(reading.first_applied)
     certified_load_dates = bound(certify.certified_load_dates)
     candidate_aggregates = bound(aggregates.candidates)
 

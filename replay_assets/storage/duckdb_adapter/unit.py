@@ -27,8 +27,10 @@ from replay_assets.storage.evidence.written_once import EvidenceReading, Evidenc
 from replay_assets.storage.journal import identities
 from replay_assets.storage.journal.written_once import JournalReading, JournalWriting
 from replay_assets.storage.landing import counts, ingest
+from replay_assets.storage.landing import reading as landing_reading
 from replay_assets.storage.publish import aggregates, certify, exports, procedure, published_copy, reverify
 from replay_assets.storage.retention import prune
+from replay_assets.storage.retention import reading as retention_reading
 from replay_assets.storage.rules.sql import on_sql
 from replay_assets.storage.unit import WarehouseReader, WarehouseWriter
 
@@ -67,9 +69,9 @@ class DuckDBStore:
 
 
 class LandingReading(OnConnection):
-    landed_batch = bound(batches.landed)
-    schema_gated = bound(batches.schema_gated)
-    violated_on = bound(batches.violated_on)
+    landed_batch = on_sql(landing_reading.landed_batch)
+    schema_gated = on_sql(landing_reading.schema_gated)
+    violated_on = on_sql(landing_reading.violated_on)
     check_segments = bound(segments.check)
     landed_counts = bound(counts.landed_counts)
 
@@ -135,8 +137,8 @@ class PublishWriting(PublishReading):
 
 class RetentionReading(OnConnection):
     pruned_through = on_sql(reading.pruned_through)
-    applied_dates = bound(prune.applied_dates)
-    pruned_digest = bound(prune.pruned_digest)
+    applied_dates = on_sql(reading.applied_dates)
+    pruned_digest = on_sql(retention_reading.pruned_digest)
     prune_operation = on_sql(identities.prune_operation)
 
 

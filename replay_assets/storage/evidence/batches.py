@@ -1,6 +1,6 @@
 """An operator's decisions on one batch, in the warehouse: a skip (``batch_resolutions``, the
 batch's reconciliation marked SKIPPED) and a relanding (``batch_relandings``, its landed rows
-removed), with the facts those decisions are refused or allowed on."""
+removed). The facts those decisions are refused or allowed on are read by ``landing/reading.py``."""
 
 from __future__ import annotations
 
@@ -8,34 +8,9 @@ import datetime as dt
 
 import duckdb
 
-from replay_assets.core.errors import Violation
 from replay_assets.storage.db import segments
 from replay_assets.storage.db.warehouse import one
 from replay_assets.storage.rules.tables import LANDED_TABLES
-
-
-def landed(con: duckdb.DuckDBPyConnection, batch_id: str) -> tuple[str, str] | None:
-    """The load date and manifest sha256 a landed batch came with, or None."""
-    row = one(con, "SELECT load_date, manifest_sha256 FROM manifests WHERE batch_id = ?", [batch_id])
-    return (str(row[0]), str(row[1])) if row else None
-
-
-def schema_gated(con: duckdb.DuckDBPyConnection, batch_id: str) -> int:
-    """How many of the batch's events the schema gate refused (an undeclared schema version)."""
-    row = one(
-        con,
-        "SELECT count(*) FROM batch_violations WHERE batch_id = ? AND rule = ?",
-        [batch_id, Violation.UNSUPPORTED_SCHEMA_VERSION.value],
-    )
-    return int(row[0]) if row else 0
-
-
-def violated_on(con: duckdb.DuckDBPyConnection, batch_id: str, load_date: str) -> bool:
-    """Whether the batch has a contract violation recorded on ``load_date``."""
-    found = one(
-        con, "SELECT 1 FROM batch_violations WHERE batch_id = ? AND load_date = ?", [batch_id, load_date]
-    )
-    return found is not None
 
 
 def record_relanding(

@@ -17,16 +17,10 @@ import datetime as dt
 
 import duckdb
 
-from replay_assets.core.events import canonical_json, sha256_text
 from replay_assets.storage.apply import latest
 from replay_assets.storage.db import segments
-from replay_assets.storage.db.warehouse import one
 from replay_assets.storage.rules.retention import PRUNED_EVIDENCE
 from replay_assets.storage.rules.tables import HISTORY_KEYS, PER_DATE, PRUNED_THROUGH
-
-
-def applied_dates(con: duckdb.DuckDBPyConnection) -> list[str]:
-    return [str(r[0]) for r in con.execute("SELECT load_date FROM load_dates ORDER BY 1").fetchall()]
 
 
 def _deleted(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, object]) -> int:
@@ -85,14 +79,3 @@ def _prune_evidence(con: duckdb.DuckDBPyConnection, params: dict[str, object]) -
     the shared rules (``rules/retention.py``, which says what stays)."""
     for rule in PRUNED_EVIDENCE:
         con.execute(f"DELETE FROM {rule.table} t USING ({rule.select}) s WHERE {rule.match()}", params)
-
-
-def pruned_digest(con: duckdb.DuckDBPyConnection, day: str) -> str | None:
-    """What the pruning of ``day`` recorded (its counts), as the operation's target hash."""
-    row = one(
-        con,
-        "SELECT raw_receipts, staged_events, registry_rows, history_rows FROM pruned_load_dates "
-        "WHERE load_date = ?",
-        [day],
-    )
-    return sha256_text(canonical_json([day, *row])) if row else None

@@ -23,10 +23,12 @@ from replay_assets.core.gate import CheckOutcome
 from replay_assets.core.plan import DatePlan
 from replay_assets.core.state import Counts
 from replay_assets.core.status import PartitionStatus
+from replay_assets.storage.apply import reading, recording
 from replay_assets.storage.apply.load_date import ApplyResult, apply_load_date
 from replay_assets.storage.apply.steps import counts_of
 from replay_assets.storage.evidence.written_once import EvidenceWriting
 from replay_assets.storage.rules.apply import AFFECTED_GROUPS, GROUP_DATES, HISTORY_ROWS
+from replay_assets.storage.rules.sql import on_sql
 from replay_assets.storage.spark import schema
 from replay_assets.storage.spark.dialect import shared
 from replay_assets.storage.spark.facts import ApplyReading
@@ -49,17 +51,9 @@ _STAGED = ("_batches", "_events", "_committed", "_registry", "_folded", "_groups
 
 
 class SparkFoldSteps(On):
-    def applied_identity(self, day: str) -> str | None:
-        found = self.u.rows(self.u.frame("load_dates").where(F.col("load_date") == F.lit(day)))
-        return str(found[0]["identity"]) if found else None
-
-    def newest_applied(self) -> str | None:
-        found = self.u.frame("load_dates").agg(F.max("load_date").alias("d")).collect()
-        return str(found[0]["d"]) if found and found[0]["d"] is not None else None
-
-    def record_applied(self, day: str, identity: str, now: dt.datetime, run_id: str | None) -> None:
-        row = {"load_date": day, "identity": identity, "applied_at": now, "run_id": run_id}
-        self.u.merge("load_dates", [row], on=("load_date",), update=("identity", "applied_at", "run_id"))
+    applied_identity = on_sql(reading.applied_identity)
+    newest_applied = on_sql(reading.newest_applied)
+    record_applied = on_sql(recording.record_applied)
 
     def stage_fold(self, batches: list[str], load_date: str) -> None:
         """``_events`` (numbered in application order: batch order, file, line), ``_committed``,
@@ -276,19 +270,7 @@ class SparkStateWrites(On):
                     WHEN NOT MATCHED THEN INSERT *""",
                 )
 
-    def write_reconciliation(self, plan: DatePlan, counts: dict[str, Counts], status: str) -> None:
-        rows = [
-            {
-                "batch_id": d.batch_id,
-                "source": d.source,
-                "load_date": plan.load_date,
-                **counts[d.batch_id].__dict__,
-                "status": status,
-            }
-            for d in plan.batches
-        ]
-        update = [c for c in schema.schemas()["reconciliation"].names if c != "batch_id"]
-        self.u.merge("reconciliation", rows, on=("batch_id",), update=update)
+    write_reconciliation = on_sql(recording.write_reconciliation)
 
     def candidate_rows(self, day: str) -> pl.DataFrame:
         """The history rows a candidate would write (kept as Parquet when it fails the gate)."""

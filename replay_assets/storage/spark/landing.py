@@ -24,10 +24,10 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_type
 
-from replay_assets.core.errors import Violation
 from replay_assets.core.events import ValidationContext
 from replay_assets.core.manifest import Manifest
 from replay_assets.core.receipts import LandedCounts
+from replay_assets.storage.landing import reading as landing_reading
 from replay_assets.storage.landing import rows
 from replay_assets.storage.landing.area import DeliveryFile, DeliveryMismatch
 from replay_assets.storage.landing.rows import Landed
@@ -38,6 +38,7 @@ from replay_assets.storage.landing.source_records import (
 )
 from replay_assets.storage.rules.landing import LANDED_COUNTS_SQL, counts_of
 from replay_assets.storage.rules.landing import parameters as counts_parameters
+from replay_assets.storage.rules.sql import on_sql
 from replay_assets.storage.rules.tables import LANDED_TABLES
 from replay_assets.storage.spark import landing_tiers, schema
 from replay_assets.storage.spark.dialect import over_tables
@@ -53,21 +54,9 @@ _KINDS = {
 
 
 class LandingReading(On):
-    def landed_batch(self, batch_id: str) -> tuple[str, str] | None:
-        """The load date and manifest sha256 a landed batch came with, or None."""
-        found = self.u.rows(_of_batch(self.u, "manifests", batch_id).select("load_date", "manifest_sha256"))
-        return (str(found[0]["load_date"]), str(found[0]["manifest_sha256"])) if found else None
-
-    def schema_gated(self, batch_id: str) -> int:
-        """How many of the batch's events the schema gate refused (an undeclared schema version)."""
-        rule = Violation.UNSUPPORTED_SCHEMA_VERSION.value
-        return int(
-            _of_batch(self.u, "batch_violations", batch_id).where(F.col("rule") == F.lit(rule)).count()
-        )
-
-    def violated_on(self, batch_id: str, load_date: str) -> bool:
-        found = _of_batch(self.u, "batch_violations", batch_id).where(F.col("load_date") == F.lit(load_date))
-        return bool(found.limit(1).collect())
+    landed_batch = on_sql(landing_reading.landed_batch)
+    schema_gated = on_sql(landing_reading.schema_gated)
+    violated_on = on_sql(landing_reading.violated_on)
 
     def check_segments(self) -> tuple[int, list[dict[str, object]]]:
         """None to check: the Spark adapter lands every row into its Delta tables."""

@@ -20,6 +20,7 @@ from replay_assets.storage.publish import steps, verdicts
 from replay_assets.storage.rules import by_change
 from replay_assets.storage.rules.aggregates import SQL_AGGREGATES_BY_ORDER, candidate_aggregates
 from replay_assets.storage.rules.evidence import status_values
+from replay_assets.storage.rules.sql import on_sql
 from replay_assets.storage.rules.tables import RECON_COLUMNS
 from replay_assets.storage.spark.dialect import over_tables
 from replay_assets.storage.spark.facts import newest_publications, published_partitions
@@ -54,9 +55,7 @@ class SparkCandidateSteps(On):
         )
         return to_polars(applied.select(list(RECON_COLUMNS)))
 
-    def first_applied(self) -> str | None:
-        found = self.u.frame("load_dates").agg(F.min("load_date").alias("d")).collect()
-        return str(found[0]["d"]) if found and found[0]["d"] is not None else None
+    first_applied = on_sql(reading.first_applied)
 
     def candidate_aggregates(self, dates: list[str], *, as_of: str, from_latest: bool) -> pl.DataFrame:
         """The candidate aggregates of ``dates`` as of ``as_of`` by the shared statement

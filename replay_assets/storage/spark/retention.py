@@ -10,9 +10,9 @@ import datetime as dt
 
 from pyspark.sql import functions as F
 
-from replay_assets.core.events import canonical_json, sha256_text
 from replay_assets.storage.apply import reading
 from replay_assets.storage.journal import identities as journal_identities
+from replay_assets.storage.retention import reading as retention_reading
 from replay_assets.storage.rules.latest import DROPPED
 from replay_assets.storage.rules.retention import PRUNED_EVIDENCE
 from replay_assets.storage.rules.sql import on_sql
@@ -29,16 +29,10 @@ class RetentionReading(On):
         """The newest pruned load date, or "" when nothing was pruned."""
         return reading.pruned_through(self.sql)
 
-    def applied_dates(self) -> list[str]:
-        dates = self.u.frame("load_dates").select("load_date").orderBy("load_date")
-        return [str(r["load_date"]) for r in self.u.rows(dates)]
-
+    applied_dates = on_sql(reading.applied_dates)
     prune_operation = on_sql(journal_identities.prune_operation)
 
-    def pruned_digest(self, day: str) -> str | None:
-        """What the pruning of ``day`` recorded (its counts), as the operation's target hash."""
-        found = self.u.rows(self.u.frame("pruned_load_dates").where(F.col("load_date") == F.lit(day)))
-        return sha256_text(canonical_json([day, *(found[0][c] for c in _COUNTS)])) if found else None
+    pruned_digest = on_sql(retention_reading.pruned_digest)
 
 
 class RetentionWriting(RetentionReading):
