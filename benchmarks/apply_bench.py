@@ -27,6 +27,8 @@ import duckdb
 from fold_bench import Timed, copy_of, warehouse_parser
 
 from replay_assets.storage.apply import latest, snapshot_scan, stage, state_digest, writes
+from replay_assets.storage.apply.reading import previous_date
+from replay_assets.storage.db.sql import DuckDBSql
 from replay_assets.storage.db.warehouse import memory_limit
 
 
@@ -65,7 +67,7 @@ def apply_once(warehouse: Path, limit: str) -> tuple[Seconds, dict[str, float], 
         writes.undo_load_date(con, day, dt.datetime.now(dt.UTC))
         con.commit()
         con.execute("CHECKPOINT")
-        before = state_digest.previous_date(con, day)
+        before = previous_date(DuckDBSql(con), day)
         first, from_latest = before is None, latest.holds_before(con, day)
         timed = Timed(con)
         steps: list[tuple[str, Callable[[], Any]]] = [

@@ -14,6 +14,9 @@ from hypothesis import strategies as st
 from replay_assets.core.aggregate import Controls
 from replay_assets.storage.apply import latest, state_digest
 from replay_assets.storage.apply.certified import recomputed_controls
+from replay_assets.storage.apply.reading import StoredSums
+from replay_assets.storage.apply.recording import store_digest
+from replay_assets.storage.db.sql import DuckDBSql
 from replay_assets.storage.rules.digest import EMPTY
 from replay_assets_tests.helpers import drive
 from replay_assets_tests.storage.test_bad_input import D1, D2, deliver, event, make_pipeline
@@ -48,8 +51,8 @@ def test_sums_and_controls_by_change_equal_the_whole_state_as_of_every_date(
                 == (recomputed_controls(con, day),) * 2
             )
         before = sums
-        state_digest.store(con, day, sums)
-        assert state_digest.stored(con, day) == sums
+        store_digest(DuckDBSql(con), day, sums)
+        assert StoredSums(DuckDBSql(con)).stored_sums(day) == sums
         by_line, by_order = state_digest.controls_by_change(con, day, base)
         whole = recomputed_controls(con, day)
         assert by_line == whole and by_order == whole
@@ -79,10 +82,11 @@ def test_a_stored_record_is_carried_forward_only_while_intact(tmp_path: Path) ->
     with p.warehouse.connect() as con:
         whole = (state_digest.full(con, D1), recomputed_controls(con, D1))
         assert state_digest.base(con, D1) == whole
-        assert state_digest.stored(con, D1) == whole[0]
-        assert state_digest.intact(con, D1, whole[0])  # so base() took the stored record
+        stored = StoredSums(DuckDBSql(con))
+        assert stored.stored_sums(D1) == whole[0]
+        assert stored.intact(D1, whole[0])  # so base() took the stored record
         con.execute("UPDATE snapshots SET amount_minor = amount_minor + 1 WHERE load_date = ?", [D1])
-        assert state_digest.stored_controls(con, D1) != whole[1]
-        assert not state_digest.intact(con, D1, whole[0])
+        assert stored.stored_controls(D1) != whole[1]
+        assert not stored.intact(D1, whole[0])
         assert state_digest.base(con, D1) == whole  # recomputed, not the tampered row
         assert state_digest.base(con, None) == (EMPTY, Controls(0, 0, 0, 0, 0, 0))

@@ -4,10 +4,11 @@ digest of what applying a load date left in the target (the journal compares it 
 
 from __future__ import annotations
 
+from replay_assets.core.aggregate import Controls
 from replay_assets.core.plan import DatePlan, WarehouseFacts
 from replay_assets.core.status import DateStatus
 from replay_assets.storage.rules.apply import require_all_landed
-from replay_assets.storage.rules.digest import target_digest_of
+from replay_assets.storage.rules.digest import ENTITIES, LIMBS, StateDigest, target_digest_of
 from replay_assets.storage.rules.sql import Sql
 from replay_assets.storage.rules.tables import PRUNED_THROUGH
 
@@ -37,6 +38,13 @@ FROM snapshots WHERE load_date = $day"""
 APPLIED_AS = "SELECT identity FROM load_dates WHERE load_date = $day"
 APPLIED_RANGE = "SELECT min(load_date) AS first, max(load_date) AS newest FROM load_dates"
 APPLIED_DATES = "SELECT load_date FROM load_dates ORDER BY load_date"
+PREVIOUS = "SELECT max(load_date) AS previous FROM load_dates WHERE load_date < $day"
+STORED_SUMS = "SELECT entity, rows, s0, s1, s2, s3 FROM state_digests WHERE load_date = $day"
+# the target hash the journal recorded for the newest completed application of a load date
+RECORDED_TARGET = """
+SELECT target_sha256 FROM operations
+WHERE kind IN ('apply_load_date', 'repair_apply_load_date') AND partition_key = $day AND state = 'COMPLETE'
+ORDER BY updated_at DESC LIMIT 1"""
 
 
 def pointer(sql: Sql, name: str) -> str:
@@ -108,3 +116,38 @@ def first_applied(sql: Sql) -> str | None:
 
 def applied_dates(sql: Sql) -> list[str]:
     return [str(r["load_date"]) for r in sql.rows(APPLIED_DATES)]
+
+
+def previous_date(sql: Sql, day: str) -> str | None:
+    """The applied load date before ``day``, if any."""
+    previous = sql.rows(PREVIOUS, day=day)[0]["previous"]
+    return str(previous) if previous is not None else None
+
+
+class StoredSums:
+    """What ``rules.digest.base_of`` and re-verification read of a certified load date: its
+    stored sums and controls, and whether they are what the journal recorded its application
+    leaving. An engine's subclass adds the recomputations (``full_sums``, ``recomputed_controls``)."""
+
+    def __init__(self, sql: Sql) -> None:
+        self.sql = sql
+
+    def stored_sums(self, day: str) -> StateDigest | None:
+        found = self.sql.rows(STORED_SUMS, day=day)
+        columns = ("rows", *(f"s{i}" for i in range(LIMBS)))
+        sums = {str(r["entity"]): tuple(int(r[c]) for c in columns) for r in found}
+        return StateDigest(sums) if set(sums) == set(ENTITIES) else None
+
+    def stored_controls(self, day: str) -> Controls | None:
+        found = self.sql.rows(SNAPSHOT, day=day)
+        return Controls(*(int(v) for v in list(found[0].values())[:6])) if found else None
+
+    def intact(self, day: str, sums: StateDigest) -> bool:
+        snapshot = self.sql.rows(SNAPSHOT, day=day)
+        recorded = self.sql.rows(RECORDED_TARGET, day=day)
+        return (
+            bool(snapshot)
+            and snapshot[0]["content_sha256"] == sums.content_sha256
+            and bool(recorded)
+            and recorded[0]["target_sha256"] == target_digest(self.sql, day, sums.content_sha256)
+        )

@@ -1,12 +1,15 @@
 """The apply steps' small records, written once for both engines over the unit's ``Sql``: a load
-date applied (with its input identity) and its batches' reconciliation."""
+date applied (with its input identity), its batches' reconciliation, and its certified snapshot
+record and state sums."""
 
 from __future__ import annotations
 
 import datetime as dt
 
+from replay_assets.core.aggregate import Controls
 from replay_assets.core.plan import DatePlan
 from replay_assets.core.state import Counts
+from replay_assets.storage.rules.digest import LIMBS, StateDigest
 from replay_assets.storage.rules.sql import Sql
 
 
@@ -25,3 +28,24 @@ def write_reconciliation(sql: Sql, plan: DatePlan, counts: dict[str, Counts], st
         for d in plan.batches
     ]
     sql.upsert("reconciliation", rows, on=("batch_id",))
+
+
+SNAPSHOT = (
+    "active_lines", "distinct_orders", "units", "amount_minor", "cost_minor", "gross_profit_minor",
+    "row_count", "content_sha256",
+)  # fmt: skip
+
+
+def write_snapshot(sql: Sql, day: str, controls: Controls, rows: int, digest: str) -> None:
+    """The certified snapshot record of a load date: controls, row count, content hash."""
+    values = dict(zip(SNAPSHOT, (*controls.as_tuple(), rows, digest), strict=True))
+    sql.upsert("snapshots", [{"load_date": day, **values}], on=("load_date",))
+
+
+def store_digest(sql: Sql, day: str, digest: StateDigest) -> None:
+    """The load date's state sums per entity (what a later date by change builds on)."""
+    rows = [
+        {"load_date": day, "entity": entity, "rows": sums[0], **{f"s{i}": sums[1 + i] for i in range(LIMBS)}}
+        for entity, sums in digest.sums.items()
+    ]
+    sql.upsert("state_digests", rows, on=("load_date", "entity"))

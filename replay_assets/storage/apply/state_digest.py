@@ -24,7 +24,7 @@ import duckdb
 
 from replay_assets.core.aggregate import Controls
 from replay_assets.storage.apply.certified import recomputed_controls
-from replay_assets.storage.apply.reading import target_digest
+from replay_assets.storage.apply.reading import StoredSums
 from replay_assets.storage.db.sql import DuckDBSql
 from replay_assets.storage.db.warehouse import one
 from replay_assets.storage.rules import by_change
@@ -79,28 +79,6 @@ def change(
     return written.plus(replaced, sign=-1)
 
 
-def previous_date(con: duckdb.DuckDBPyConnection, day: str) -> str | None:
-    row = one(con, "SELECT max(load_date) FROM load_dates WHERE load_date < ?", [day])
-    return str(row[0]) if row and row[0] is not None else None
-
-
-def stored(con: duckdb.DuckDBPyConnection, day: str) -> StateDigest | None:
-    found = con.execute(
-        "SELECT entity, rows, s0, s1, s2, s3 FROM state_digests WHERE load_date = ?", [day]
-    ).fetchall()
-    sums = {str(r[0]): tuple(int(v) for v in r[1:]) for r in found}
-    return StateDigest(sums) if set(sums) == set(ENTITIES) else None
-
-
-def store(con: duckdb.DuckDBPyConnection, day: str, digest: StateDigest) -> None:
-    for entity, sums in digest.sums.items():
-        con.execute(
-            "INSERT OR REPLACE INTO state_digests (load_date, entity, rows, s0, s1, s2, s3) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [day, entity, *sums],
-        )
-
-
 # ---------------------------------------------------------------- controls by change
 
 
@@ -140,24 +118,10 @@ def controls_by_change(
     return combine_by_change(base, written=written, replaced=replaced, after=after, before=before)
 
 
-# the newest completed application (or its repair) of a load date: what it left in the target
-_RECORDED_TARGET = """SELECT target_sha256 FROM operations
-    WHERE kind IN ('apply_load_date', 'repair_apply_load_date') AND partition_key = ? AND state = 'COMPLETE'
-    ORDER BY updated_at DESC LIMIT 1"""
-
-
-class _Reads:
+class _Reads(StoredSums):
     def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        super().__init__(DuckDBSql(con))
         self.con = con
-
-    def stored_sums(self, day: str) -> StateDigest | None:
-        return stored(self.con, day)
-
-    def stored_controls(self, day: str) -> Controls | None:
-        return stored_controls(self.con, day)
-
-    def intact(self, day: str, sums: StateDigest) -> bool:
-        return intact(self.con, day, sums)
 
     def full_sums(self, day: str) -> StateDigest:
         return full(self.con, day)
@@ -169,24 +133,3 @@ class _Reads:
 def base(con: duckdb.DuckDBPyConnection, before: str | None) -> tuple[StateDigest, Controls]:
     """``base_of`` over the warehouse."""
     return base_of(before, _Reads(con))
-
-
-def intact(con: duckdb.DuckDBPyConnection, day: str, sums: StateDigest) -> bool:
-    snapshot = one(con, "SELECT content_sha256 FROM snapshots WHERE load_date = ?", [day])
-    recorded = one(con, _RECORDED_TARGET, [day])
-    return (
-        snapshot is not None
-        and snapshot[0] == sums.content_sha256
-        and recorded is not None
-        and recorded[0] == target_digest(DuckDBSql(con), day, sums.content_sha256)
-    )
-
-
-def stored_controls(con: duckdb.DuckDBPyConnection, day: str) -> Controls | None:
-    row = one(
-        con,
-        "SELECT active_lines, distinct_orders, units, amount_minor, cost_minor, gross_profit_minor "
-        "FROM snapshots WHERE load_date = ?",
-        [day],
-    )
-    return Controls(*(int(v) for v in row)) if row else None

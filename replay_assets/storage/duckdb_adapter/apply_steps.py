@@ -45,15 +45,15 @@ class DuckDBStateWrites(OnConnection):
 
 
 class DuckDBGateSteps(OnConnection):
-    previous_date = bound(state_digest.previous_date)
+    previous_date = on_sql(reading.previous_date)
     digest_base = bound(state_digest.base)
     digest_change = bound(state_digest.change)
     controls_by_change = bound(state_digest.controls_by_change)
     check_written = bound(snapshot_scan.check_written)
     state_checks = bound(certify.state_checks)
     certify_state = bound(certify.certify_state)
-    write_snapshot = bound(certify.write_snapshot)
-    store_digest = bound(state_digest.store)
+    write_snapshot = on_sql(recording.write_snapshot)
+    store_digest = on_sql(recording.store_digest)
 
 
 class DuckDBApplySteps(OnConnection):

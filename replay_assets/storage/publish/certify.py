@@ -178,16 +178,3 @@ def record_failed_candidate(
         asset, keys=[key], status=PartitionStatus.FAILED_CANDIDATE, reason=reason, now=now
     )
     return path
-
-
-def write_snapshot(
-    con: duckdb.DuckDBPyConnection, day: str, controls: Controls, rows: int, digest: str
-) -> None:
-    """The certified snapshot record of a load date: controls, row count, content hash."""
-    con.execute(
-        "INSERT OR REPLACE INTO snapshots ("
-        "load_date, active_lines, distinct_orders, units, amount_minor, cost_minor, "
-        "gross_profit_minor, row_count, content_sha256"
-        ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [day, *controls.as_tuple(), rows, digest],
-    )

@@ -10,7 +10,7 @@ import polars as pl
 from replay_assets.storage.apply import latest as newest_rows
 from replay_assets.storage.apply import state_digest
 from replay_assets.storage.apply.certified import recomputed_controls
-from replay_assets.storage.apply.reading import certified_pointer, pruned_through
+from replay_assets.storage.apply.reading import StoredSums, certified_pointer, pruned_through
 from replay_assets.storage.apply.snapshot_scan import scan_snapshot
 from replay_assets.storage.db.sql import DuckDBSql
 from replay_assets.storage.db.warehouse import one, query_frame
@@ -59,6 +59,6 @@ def _recomputed_digest(con: duckdb.DuckDBPyConnection, day: str) -> str:
     """The whole state's content hash as of ``day``, by the definition it was certified with: the
     multiset sums (``state_digest.py``, from v7 on; a date with stored sums) or the ordered
     stream hash of the dates certified before."""
-    if state_digest.stored(con, day) is not None:
+    if StoredSums(DuckDBSql(con)).stored_sums(day) is not None:
         return state_digest.full(con, day).content_sha256
     return scan_snapshot(con, day).digest

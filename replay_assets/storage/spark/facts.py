@@ -13,11 +13,6 @@ from replay_assets.storage.rules.sql import on_sql
 from replay_assets.storage.spark.frames import first_of
 from replay_assets.storage.spark.unit import On, UnitBase
 
-SNAPSHOT = (
-    "active_lines", "distinct_orders", "units", "amount_minor", "cost_minor", "gross_profit_minor",
-    "row_count", "content_sha256",
-)  # fmt: skip
-
 
 def published_partitions(u: UnitBase, asset: str) -> list[str]:
     """Every partition of ``asset`` with a publication, in order."""

@@ -21,7 +21,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from replay_assets.core.aggregate import Controls
 from replay_assets.core.gate import CheckOutcome
 from replay_assets.core.state import Counts
-from replay_assets.storage.apply import reading
+from replay_assets.storage.apply import reading, recording
 from replay_assets.storage.apply.row_checks import RowChecks, Snapshot, check_rows
 from replay_assets.storage.publish import verdicts
 from replay_assets.storage.publish.steps import Candidate
@@ -33,23 +33,17 @@ from replay_assets.storage.rules.digest import (
     base_of,
     combine_by_change,
 )
+from replay_assets.storage.rules.sql import on_sql
 from replay_assets.storage.spark import row_checks_task, schema
 from replay_assets.storage.spark.dialect import over_tables
-from replay_assets.storage.spark.facts import SNAPSHOT, published_partitions
+from replay_assets.storage.spark.facts import published_partitions
 from replay_assets.storage.spark.publish import SparkPublicationWrites
 from replay_assets.storage.spark.row_checks_task import TAG
-from replay_assets.storage.spark.unit import On, UnitBase
+from replay_assets.storage.spark.unit import On, SparkSql, UnitBase
 
 
 class SparkGateSteps(On):
-    def previous_date(self, day: str) -> str | None:
-        found = (
-            self.u.frame("load_dates")
-            .where(F.col("load_date") < F.lit(day))
-            .agg(F.max("load_date").alias("d"))
-        )
-        value = found.collect()[0]["d"]
-        return str(value) if value is not None else None
+    previous_date = on_sql(reading.previous_date)
 
     def digest_base(self, before: str | None) -> tuple[StateDigest, Controls]:
         return base_of(before, StoredSums(self.u))
@@ -114,50 +108,16 @@ class SparkGateSteps(On):
         if pointer is None or pointer < day:
             u.merge("pointers", [{"name": reading.CERTIFIED, "value": day}], on=("name",), update=("value",))
 
-    def write_snapshot(self, day: str, controls: Controls, rows: int, digest: str) -> None:
-        row = {"load_date": day, **dict(zip(SNAPSHOT, (*controls.as_tuple(), rows, digest), strict=True))}
-        self.u.merge("snapshots", [row], on=("load_date",), update=SNAPSHOT)
-
-    def store_digest(self, day: str, digest: StateDigest) -> None:
-        rows = [
-            {
-                "load_date": day,
-                "entity": entity,
-                "rows": sums[0],
-                **{f"s{i}": sums[1 + i] for i in range(LIMBS)},
-            }
-            for entity, sums in digest.sums.items()
-        ]
-        update = ("rows", *(f"s{i}" for i in range(LIMBS)))
-        self.u.merge("state_digests", rows, on=("load_date", "entity"), update=update)
+    write_snapshot = on_sql(recording.write_snapshot)
+    store_digest = on_sql(recording.store_digest)
 
 
-class StoredSums(On):
-    """What ``rules.digest.base_of`` and re-verification read of a certified load date."""
+class StoredSums(reading.StoredSums):
+    """The stored records as ``reading.StoredSums`` reads them, and their recomputation by the engine."""
 
-    def stored_sums(self, day: str) -> StateDigest | None:
-        rows = self.u.rows(self.u.frame("state_digests").where(F.col("load_date") == F.lit(day)))
-        sums = {str(r["entity"]): (int(r["rows"]), *(int(r[f"s{i}"]) for i in range(LIMBS))) for r in rows}
-        return StateDigest(sums) if set(sums) == set(ENTITIES) else None
-
-    def stored_controls(self, day: str) -> Controls | None:
-        rows = self.u.rows(self.u.frame("snapshots").where(F.col("load_date") == F.lit(day)))
-        return Controls(*(int(rows[0][c]) for c in SNAPSHOT[:6])) if rows else None
-
-    def intact(self, day: str, sums: StateDigest) -> bool:
-        snapshot = self.u.rows(self.u.frame("snapshots").where(F.col("load_date") == F.lit(day)))
-        recorded = self.u.frame("operations").where(
-            F.col("kind").isin("apply_load_date", "repair_apply_load_date")
-            & (F.col("partition_key") == F.lit(day))
-            & (F.col("state") == F.lit("COMPLETE"))
-        )
-        newest = self.u.rows(recorded.orderBy(F.col("updated_at").desc()).limit(1))
-        return (
-            bool(snapshot)
-            and snapshot[0]["content_sha256"] == sums.content_sha256
-            and bool(newest)
-            and newest[0]["target_sha256"] == reading.target_digest(self.sql, day, sums.content_sha256)
-        )
+    def __init__(self, u: UnitBase) -> None:
+        super().__init__(SparkSql(u))
+        self.u = u
 
     def full_sums(self, day: str) -> StateDigest:
         as_of = {e: by_change.as_of(t, k, "load_date <= $day") for e, (t, _c, k) in ENTITIES.items()}
