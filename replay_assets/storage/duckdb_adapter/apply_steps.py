@@ -16,6 +16,7 @@ from replay_assets.storage.apply import (
 )
 from replay_assets.storage.duckdb_adapter.binding import OnConnection, bound
 from replay_assets.storage.publish import certify
+from replay_assets.storage.publish import recording as publish_recording
 from replay_assets.storage.rules.sql import on_sql
 
 
@@ -51,7 +52,7 @@ class DuckDBGateSteps(OnConnection):
     controls_by_change = bound(state_digest.controls_by_change)
     check_written = bound(snapshot_scan.check_written)
     state_checks = bound(certify.state_checks)
-    certify_state = bound(certify.certify_state)
+    certify_state = on_sql(publish_recording.certify_state)
     write_snapshot = on_sql(recording.write_snapshot)
     store_digest = on_sql(recording.store_digest)
 

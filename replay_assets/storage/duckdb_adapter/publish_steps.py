@@ -7,6 +7,7 @@ import duckdb
 from replay_assets.storage.apply import latest, reading
 from replay_assets.storage.duckdb_adapter.binding import OnConnection, bound
 from replay_assets.storage.publish import aggregates, certify
+from replay_assets.storage.publish import recording as publish_recording
 from replay_assets.storage.rules.sql import on_sql
 
 
@@ -22,8 +23,8 @@ class DuckDBCandidateSteps(OnConnection):
 
 class DuckDBPublicationWrites(OnConnection):
     record_failed_candidate = bound(certify.record_failed_candidate)
-    last_publications = bound(aggregates.last_publications)
-    record_publications = bound(aggregates.record_publications)
+    last_publications = on_sql(publish_recording.last_publications)
+    record_publications = on_sql(publish_recording.record_publications)
     insert_aggregate_versions = bound(aggregates.insert_versions)
     release_queue = bound(aggregates.release_queue)
 

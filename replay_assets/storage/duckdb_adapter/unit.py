@@ -28,7 +28,8 @@ from replay_assets.storage.journal import identities
 from replay_assets.storage.journal.written_once import JournalReading, JournalWriting
 from replay_assets.storage.landing import counts, ingest
 from replay_assets.storage.landing import reading as landing_reading
-from replay_assets.storage.publish import aggregates, certify, exports, procedure, published_copy, reverify
+from replay_assets.storage.publish import certify, exports, procedure, published_copy, reverify
+from replay_assets.storage.publish import recording as publish_recording
 from replay_assets.storage.retention import prune
 from replay_assets.storage.retention import reading as retention_reading
 from replay_assets.storage.rules.sql import on_sql
@@ -92,7 +93,7 @@ class ApplyReading(OnConnection):
 class ApplyWriting(ApplyReading):
     record_attempt = bound(facts.record_attempt)
     undo_load_date = bound(writes.undo_load_date)
-    certify_state = bound(certify.certify_state)
+    certify_state = on_sql(publish_recording.certify_state)
     write_snapshot = on_sql(recording.write_snapshot)
 
     def apply_load_date(
@@ -115,7 +116,7 @@ class PublishReading(OnConnection):
     certified_pointer = on_sql(reading.certified_pointer)
     published_partitions = bound(certify.published_partitions)
     newest_versions = bound(certify.newest_versions)
-    pending_groups = bound(aggregates.pending_groups)
+    pending_groups = on_sql(publish_recording.pending_groups)
     publish_operation = on_sql(identities.publish_operation)
     publications_digest = on_sql(identities.publications_digest)
 

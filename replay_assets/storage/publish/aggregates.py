@@ -4,16 +4,11 @@ the engine-neutral procedure (``procedure.publish_aggregates``)."""
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
 
 import duckdb
 import polars as pl
 
-from replay_assets.storage.apply.reading import last_publication
-from replay_assets.storage.db.sql import DuckDBSql
 from replay_assets.storage.db.warehouse import insert_frame, query_frame
-from replay_assets.storage.publish import certify
-from replay_assets.storage.publish.steps import Candidate
 from replay_assets.storage.rules.aggregates import SQL_AGGREGATES_BY_ORDER, candidate_aggregates
 
 
@@ -50,40 +45,3 @@ def release_queue(
                    WHERE list_contains(?, business_date) AND load_date <= ? AND released_at IS NULL""",
         [now, run_id, days, as_of],
     )
-
-
-def last_publications(
-    con: duckdb.DuckDBPyConnection, asset: str, keys: list[str]
-) -> dict[str, tuple[int, str, str]]:
-    """Each of ``keys``' newest publication of ``asset`` (``reading.last_publication``)."""
-    found = {key: last_publication(DuckDBSql(con), asset, key) for key in keys}
-    return {key: last for key, last in found.items() if last is not None}
-
-
-def record_publications(
-    con: duckdb.DuckDBPyConnection,
-    asset: str,
-    candidates: Sequence[Candidate],
-    *,
-    as_of: str,
-    run_id: str | None,
-    now: dt.datetime,
-) -> dict[str, int | None]:
-    """Each candidate published as ``certify.record_publication`` does; the new versions."""
-    return {
-        c.key: certify.record_publication(
-            con, asset, key=c.key, as_of=as_of, digest=c.digest, outcomes=c.checks, run_id=run_id, now=now
-        )
-        for c in candidates
-    }
-
-
-def pending_groups(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str, str, str]]:
-    """The queued groups a restatement will publish: (business date, store, load date, queued
-    at as text), of load dates the published pointer has reached, in order."""
-    rows = con.execute("""
-        SELECT business_date, store_id, load_date, CAST(queued_at AS VARCHAR)
-        FROM restatement_queue WHERE released_at IS NULL
-          AND load_date <= (SELECT max(value) FROM pointers WHERE name = 'published_load_date')
-        ORDER BY 1, 2, 3""").fetchall()
-    return [(str(r[0]), str(r[1]), str(r[2]), str(r[3])) for r in rows]  # all VARCHAR but queued_at

@@ -17,7 +17,6 @@ from replay_assets.core.gate import (
 )
 from replay_assets.core.state import Counts
 from replay_assets.core.status import PartitionStatus
-from replay_assets.storage.apply.reading import certified_pointer, last_publication
 from replay_assets.storage.apply.row_checks import Snapshot
 from replay_assets.storage.db.sql import DuckDBSql
 from replay_assets.storage.db.warehouse import query_frame
@@ -73,71 +72,6 @@ def applied_reconciliation(con: duckdb.DuckDBPyConnection, as_of: str) -> pl.Dat
                                 WHERE status = 'APPLIED' AND load_date <= ?""",
         [as_of],
     )
-
-
-def record_publication(
-    con: duckdb.DuckDBPyConnection,
-    asset: str,
-    key: str,
-    as_of: str,
-    digest: str,
-    outcomes: Sequence[CheckOutcome],
-    run_id: str | None,
-    now: dt.datetime,
-    repair_reason: str | None = None,
-) -> int | None:
-    """Publish a new version when the content changed and ``as_of`` is not older than the last
-    publication (monotone). Returns the new version, or None when nothing new was published.
-    A repair always publishes a new version, with its reason, as the audit trail of the fix."""
-    last = last_publication(DuckDBSql(con), asset, key)
-    decided = verdicts.publishing(last, as_of, digest, repair_reason)
-    if decided.version is None:
-        EvidenceWriting(DuckDBSql(con)).set_status(
-            asset, keys=[key], status=decided.status, reason=decided.reason, now=now
-        )
-        return None
-    con.execute(
-        "INSERT INTO publications ("
-        "asset, partition_key, version, as_of_load_date, content_sha256, checks, certified_at, "
-        "run_id, reason"
-        ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [asset, key, decided.version, as_of, digest, checks_json(outcomes), now, run_id, decided.reason],
-    )
-    EvidenceWriting(DuckDBSql(con)).set_status(
-        asset,
-        keys=[key],
-        status=decided.status,
-        reason=decided.reason,
-        now=now,
-        last_good=(decided.version, digest),
-    )
-    return decided.version
-
-
-def certify_state(
-    con: duckdb.DuckDBPyConnection,
-    day: str,
-    digest: str,
-    outcomes: Sequence[CheckOutcome],
-    run_id: str | None,
-    now: dt.datetime,
-    repair_reason: str | None = None,
-) -> None:
-    """Publish the load date's snapshot and move the consumer pointer to it (never backwards)."""
-    record_publication(
-        con,
-        "current_orders",
-        key=day,
-        as_of=day,
-        digest=digest,
-        outcomes=outcomes,
-        run_id=run_id,
-        now=now,
-        repair_reason=repair_reason,
-    )
-    current = certified_pointer(DuckDBSql(con))
-    if current is None or current < day:
-        con.execute("INSERT OR REPLACE INTO pointers (name, value) VALUES ('published_load_date', ?)", [day])
 
 
 def record_failed_candidate(

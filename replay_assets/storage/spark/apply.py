@@ -10,16 +10,13 @@ that write them. The latest tables' steps are in ``latest.py``, the gate's in ``
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
 
 import polars as pl
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from replay_assets.core.aggregate import Controls
 from replay_assets.core.errors import Violation
 from replay_assets.core.fold import Outcome
-from replay_assets.core.gate import CheckOutcome
 from replay_assets.core.plan import DatePlan
 from replay_assets.core.state import Counts
 from replay_assets.core.status import PartitionStatus
@@ -27,6 +24,7 @@ from replay_assets.storage.apply import reading, recording
 from replay_assets.storage.apply.load_date import ApplyResult, apply_load_date
 from replay_assets.storage.apply.steps import counts_of
 from replay_assets.storage.evidence.written_once import EvidenceWriting
+from replay_assets.storage.publish import recording as publish_recording
 from replay_assets.storage.rules.apply import AFFECTED_GROUPS, GROUP_DATES, HISTORY_ROWS
 from replay_assets.storage.rules.sql import on_sql
 from replay_assets.storage.spark import schema
@@ -360,19 +358,5 @@ class ApplyWriting(ApplyReading):
     def undo_load_date(self, day: str, now: dt.datetime) -> None:
         SparkFoldSteps(self.u).undo_load_date(day, now)
 
-    def certify_state(
-        self,
-        day: str,
-        *,
-        digest: str,
-        outcomes: Sequence[CheckOutcome],
-        run_id: str | None,
-        now: dt.datetime,
-        repair_reason: str | None = None,
-    ) -> None:
-        SparkGateSteps(self.u).certify_state(
-            day, digest, outcomes, run_id, now=now, repair_reason=repair_reason
-        )
-
-    def write_snapshot(self, day: str, *, controls: Controls, rows: int, digest: str) -> None:
-        SparkGateSteps(self.u).write_snapshot(day, controls, rows, digest)
+    certify_state = on_sql(publish_recording.certify_state)
+    write_snapshot = on_sql(recording.write_snapshot)

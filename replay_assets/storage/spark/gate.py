@@ -8,7 +8,6 @@ DuckDB's ``to_json`` does, nulls included, which Sail's ``to_json`` drops)."""
 
 from __future__ import annotations
 
-import datetime as dt
 import pickle
 from collections.abc import Callable, Sequence
 from functools import partial
@@ -23,8 +22,8 @@ from replay_assets.core.gate import CheckOutcome
 from replay_assets.core.state import Counts
 from replay_assets.storage.apply import reading, recording
 from replay_assets.storage.apply.row_checks import RowChecks, Snapshot, check_rows
+from replay_assets.storage.publish import recording as publish_recording
 from replay_assets.storage.publish import verdicts
-from replay_assets.storage.publish.steps import Candidate
 from replay_assets.storage.rules import by_change
 from replay_assets.storage.rules.digest import (
     ENTITIES,
@@ -37,7 +36,6 @@ from replay_assets.storage.rules.sql import on_sql
 from replay_assets.storage.spark import row_checks_task, schema
 from replay_assets.storage.spark.dialect import over_tables
 from replay_assets.storage.spark.facts import published_partitions
-from replay_assets.storage.spark.publish import SparkPublicationWrites
 from replay_assets.storage.spark.row_checks_task import TAG
 from replay_assets.storage.spark.unit import On, SparkSql, UnitBase
 
@@ -88,26 +86,7 @@ class SparkGateSteps(On):
             day, snapshot, counts, first=first, recomputed=recomputed, certified=certified
         )
 
-    def certify_state(
-        self,
-        day: str,
-        digest: str,
-        outcomes: Sequence[CheckOutcome],
-        run_id: str | None,
-        now: dt.datetime,
-        repair_reason: str | None = None,
-    ) -> None:
-        """Publish the load date's snapshot (as a publication of aggregates is) and move the
-        consumer pointer to it (never backwards)."""
-        u, candidate = self.u, Candidate(day, digest, tuple(outcomes))
-        writes = SparkPublicationWrites(u)
-        writes.record_publications(
-            "current_orders", [candidate], as_of=day, run_id=run_id, now=now, repair_reason=repair_reason
-        )
-        pointer = reading.certified_pointer(self.sql)
-        if pointer is None or pointer < day:
-            u.merge("pointers", [{"name": reading.CERTIFIED, "value": day}], on=("name",), update=("value",))
-
+    certify_state = on_sql(publish_recording.certify_state)
     write_snapshot = on_sql(recording.write_snapshot)
     store_digest = on_sql(recording.store_digest)
 

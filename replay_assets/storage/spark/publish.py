@@ -15,15 +15,15 @@ from pyspark.sql import functions as F
 from replay_assets.core.gate import CheckOutcome, failures
 from replay_assets.core.status import PartitionStatus
 from replay_assets.storage.apply import reading
-from replay_assets.storage.evidence.written_once import EvidenceWriting, upsert_statuses
-from replay_assets.storage.publish import steps, verdicts
+from replay_assets.storage.evidence.written_once import EvidenceWriting
+from replay_assets.storage.publish import recording as publish_recording
+from replay_assets.storage.publish import verdicts
 from replay_assets.storage.rules import by_change
 from replay_assets.storage.rules.aggregates import SQL_AGGREGATES_BY_ORDER, candidate_aggregates
-from replay_assets.storage.rules.evidence import status_values
 from replay_assets.storage.rules.sql import on_sql
 from replay_assets.storage.rules.tables import RECON_COLUMNS
 from replay_assets.storage.spark.dialect import over_tables
-from replay_assets.storage.spark.facts import newest_publications, published_partitions
+from replay_assets.storage.spark.facts import published_partitions
 from replay_assets.storage.spark.frames import to_polars
 from replay_assets.storage.spark.stepbase import latest_holds_as_of
 from replay_assets.storage.spark.unit import On, SparkSql, UnitBase
@@ -100,55 +100,8 @@ class SparkPublicationWrites(On):
         )
         return path
 
-    def last_publications(self, asset: str, keys: list[str]) -> dict[str, tuple[int, str, str]]:
-        """Each of ``keys``' newest publication of ``asset``: version, content hash, as-of load
-        date (one query for them all)."""
-        newest = newest_publications(self.u, asset).where(F.col("partition_key").isin(keys))
-        found = self.u.rows(newest.select("partition_key", "version", "content_sha256", "as_of_load_date"))
-        return {
-            str(r["partition_key"]): (int(r["version"]), str(r["content_sha256"]), str(r["as_of_load_date"]))
-            for r in found
-        }
-
-    def record_publications(
-        self,
-        asset: str,
-        candidates: Sequence[steps.Candidate],
-        *,
-        as_of: str,
-        run_id: str | None,
-        now: dt.datetime,
-        repair_reason: str | None = None,
-    ) -> dict[str, int | None]:
-        """Each candidate gets a new version when ``verdicts.publishing`` says so (a load date's
-        state too, with a repair's reason), all in one append of publications and one upsert of
-        their partitions' status."""
-        last = self.last_publications(asset, [c.key for c in candidates])
-        versions: dict[str, int | None] = {}
-        rows, statuses = [], []
-        for c in candidates:
-            decided = verdicts.publishing(last.get(c.key), as_of, c.digest, repair_reason)
-            versions[c.key] = decided.version
-            good = (decided.version, c.digest) if decided.version is not None else None
-            values = status_values(decided.status, decided.reason, now, good)
-            statuses.append({"asset": asset, "partition_key": c.key, **values})
-            if decided.version is not None:
-                rows.append(
-                    {
-                        "asset": asset,
-                        "partition_key": c.key,
-                        "version": decided.version,
-                        "as_of_load_date": as_of,
-                        "content_sha256": c.digest,
-                        "checks": verdicts.checks_json(c.checks),
-                        "certified_at": now,
-                        "run_id": run_id,
-                        "reason": decided.reason,
-                    }
-                )
-        self.u.append("publications", rows)
-        upsert_statuses(SparkSql(self.u), statuses)
-        return versions
+    last_publications = on_sql(publish_recording.last_publications)
+    record_publications = on_sql(publish_recording.record_publications)
 
     def insert_aggregate_versions(self, versions: pl.DataFrame) -> None:
         self.u.append_frames("aggregate_versions", [versions])

@@ -24,7 +24,7 @@ from replay_assets.storage.home.home_files import read_own_file, write_own_file
 from replay_assets.storage.journal import identities as journal_identities
 from replay_assets.storage.journal.written_once import JournalReading
 from replay_assets.storage.publish import procedure
-from replay_assets.storage.rules import identities
+from replay_assets.storage.publish import recording as publish_recording
 from replay_assets.storage.rules.published import PUBLISHED
 from replay_assets.storage.rules.sql import on_sql
 from replay_assets.storage.spark.facts import published_partitions
@@ -60,25 +60,7 @@ class PublishReading(On):
     publish_operation = on_sql(journal_identities.publish_operation)
     publications_digest = on_sql(journal_identities.publications_digest)
 
-    def pending_groups(self) -> list[tuple[str, str, str, str]]:
-        """The queued groups a restatement will publish (``aggregates.pending_groups``)."""
-        pointer = reading.certified_pointer(self.sql)
-        if pointer is None:
-            return []
-        queue = self.u.frame("restatement_queue").where(
-            F.col("released_at").isNull() & (F.col("load_date") <= F.lit(pointer))
-        )
-        found = self.u.rows(queue.select("business_date", "store_id", "load_date", "queued_at"))
-        groups = [
-            (
-                str(r["business_date"]),
-                str(r["store_id"]),
-                str(r["load_date"]),
-                identities.timestamp_text(r["queued_at"]),
-            )
-            for r in found
-        ]
-        return sorted(groups, key=lambda g: g[:3])
+    pending_groups = on_sql(publish_recording.pending_groups)
 
 
 class PublishWriting(PublishReading):
