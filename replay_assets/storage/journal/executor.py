@@ -1,7 +1,7 @@
 """The recovery-aware executor every mutation goes through: the operation journal's steps
 (create-if-absent, compare-and-set transitions), the mutation with its fence in one transaction,
-then the evidence. Engine-neutral: each step is one transaction of a ``ports.Store``, and
-the journal's rows and the fence are the ``storage.unit.WarehouseWriter``'s (``entries.py`` in DuckDB)."""
+then the evidence. Engine-neutral: each step is one transaction of a ``ports.Store``, and the
+journal's rows and the fence are the ``storage.unit.WarehouseWriter``'s (``written_once.py``)."""
 
 from __future__ import annotations
 
