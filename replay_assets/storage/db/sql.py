@@ -30,14 +30,15 @@ class DuckDBSql:
         kept = identifiers(*keep)
         update = [f"{c} = excluded.{c}" for c in columns if c not in on and c not in kept]
         update += [f"{c} = coalesce(excluded.{c}, {table}.{c})" for c in kept]
-        self._write(
-            table, rows, f" ON CONFLICT ({', '.join(identifiers(*on))}) DO UPDATE SET {', '.join(update)}"
-        )
+        action = f"DO UPDATE SET {', '.join(update)}" if update else "DO NOTHING"
+        self._write(table, rows, f" ON CONFLICT ({', '.join(identifiers(*on))}) {action}")
 
     def _write(self, table: str, rows: Sequence[Mapping[str, Any]], tail: str) -> None:
         if not rows:
             return
         columns = identifiers(table, *rows[0])[1:]
+        if any(row.keys() != set(columns) for row in rows):
+            raise ValueError(f"rows for {table} name different columns")
         one = "(" + ", ".join("?" * len(columns)) + ")"
         values = [row[c] for row in rows for c in columns]
         self.con.execute(
