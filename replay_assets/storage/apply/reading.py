@@ -38,6 +38,9 @@ FROM snapshots WHERE load_date = $day"""
 APPLIED_AS = "SELECT identity FROM load_dates WHERE load_date = $day"
 APPLIED_RANGE = "SELECT min(load_date) AS first, max(load_date) AS newest FROM load_dates"
 APPLIED_DATES = "SELECT load_date FROM load_dates ORDER BY load_date"
+PUBLISHED = "SELECT DISTINCT partition_key FROM publications WHERE asset = $asset ORDER BY partition_key"
+NEWEST_VERSIONS = """
+SELECT asset, max(version) AS version FROM publications WHERE partition_key = $partition GROUP BY asset"""
 PREVIOUS = "SELECT max(load_date) AS previous FROM load_dates WHERE load_date < $day"
 STORED_SUMS = "SELECT entity, rows, s0, s1, s2, s3 FROM state_digests WHERE load_date = $day"
 # the target hash the journal recorded for the newest completed application of a load date
@@ -151,3 +154,17 @@ class StoredSums:
             and bool(recorded)
             and recorded[0]["target_sha256"] == target_digest(self.sql, day, sums.content_sha256)
         )
+
+
+def published_partitions(sql: Sql, asset: str) -> list[str]:
+    """Every partition of ``asset`` with a publication, in order."""
+    return [str(r["partition_key"]) for r in sql.rows(PUBLISHED, asset=asset)]
+
+
+def certified_load_dates(sql: Sql) -> set[str]:
+    return set(published_partitions(sql, "current_orders"))
+
+
+def newest_versions(sql: Sql, partition: str) -> dict[str, int]:
+    """Per asset, the newest publication version of ``partition``."""
+    return {str(r["asset"]): int(r["version"]) for r in sql.rows(NEWEST_VERSIONS, partition=partition)}

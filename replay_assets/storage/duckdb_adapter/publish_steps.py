@@ -17,7 +17,7 @@ class DuckDBCandidateSteps(OnConnection):
     recomputed_aggregates = bound(aggregates.recomputed)
     applied_reconciliation = bound(certify.applied_reconciliation)
     first_applied = on_sql(reading.first_applied)
-    certified_load_dates = bound(certify.certified_load_dates)
+    certified_load_dates = on_sql(reading.certified_load_dates)
     candidate_aggregates = bound(aggregates.candidates)
 
 

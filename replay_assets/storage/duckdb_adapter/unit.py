@@ -114,8 +114,8 @@ class ApplyWriting(ApplyReading):
 
 class PublishReading(OnConnection):
     certified_pointer = on_sql(reading.certified_pointer)
-    published_partitions = bound(certify.published_partitions)
-    newest_versions = bound(certify.newest_versions)
+    published_partitions = on_sql(reading.published_partitions)
+    newest_versions = on_sql(reading.newest_versions)
     pending_groups = on_sql(publish_recording.pending_groups)
     publish_operation = on_sql(identities.publish_operation)
     publications_digest = on_sql(identities.publications_digest)

@@ -17,6 +17,7 @@ from replay_assets.core.gate import (
 )
 from replay_assets.core.state import Counts
 from replay_assets.core.status import PartitionStatus
+from replay_assets.storage.apply.reading import certified_load_dates
 from replay_assets.storage.apply.row_checks import Snapshot
 from replay_assets.storage.db.sql import DuckDBSql
 from replay_assets.storage.db.warehouse import query_frame
@@ -24,29 +25,6 @@ from replay_assets.storage.evidence.written_once import EvidenceWriting
 from replay_assets.storage.publish import verdicts
 from replay_assets.storage.publish.verdicts import checks_json
 from replay_assets.storage.rules.tables import RECON_COLUMNS
-
-
-def certified_load_dates(con: duckdb.DuckDBPyConnection) -> set[str]:
-    rows = con.execute(
-        "SELECT DISTINCT partition_key FROM publications WHERE asset = 'current_orders'"
-    ).fetchall()
-    return {str(r[0]) for r in rows}
-
-
-def published_partitions(con: duckdb.DuckDBPyConnection, asset: str) -> list[str]:
-    """Every partition of ``asset`` with a publication, in order."""
-    rows = con.execute(
-        "SELECT DISTINCT partition_key FROM publications WHERE asset = ? ORDER BY 1", [asset]
-    ).fetchall()
-    return [str(key) for (key,) in rows]
-
-
-def newest_versions(con: duckdb.DuckDBPyConnection, partition: str) -> dict[str, int]:
-    """Per asset, the newest publication version of ``partition``."""
-    rows = con.execute(
-        "SELECT asset, max(version) FROM publications WHERE partition_key = ? GROUP BY asset", [partition]
-    ).fetchall()
-    return {str(asset): int(version) for asset, version in rows}
 
 
 def state_checks(
@@ -59,7 +37,7 @@ def state_checks(
 ) -> list[CheckOutcome]:
     """The gate of a load date's state snapshot (``verdicts.state_checks``), with the load
     dates certified so far read here."""
-    certified = certified_load_dates(con)
+    certified = certified_load_dates(DuckDBSql(con))
     return verdicts.state_checks(
         day, snapshot, counts, first=first, recomputed=recomputed, certified=certified
     )

@@ -14,13 +14,6 @@ from replay_assets.storage.spark.frames import first_of
 from replay_assets.storage.spark.unit import On, UnitBase
 
 
-def published_partitions(u: UnitBase, asset: str) -> list[str]:
-    """Every partition of ``asset`` with a publication, in order."""
-    found = u.frame("publications").where(F.col("asset") == F.lit(asset))
-    keys = found.select("partition_key").distinct().orderBy("partition_key")
-    return [str(r["partition_key"]) for r in u.rows(keys)]
-
-
 def newest_publications(u: UnitBase, asset: str) -> DataFrame:
     """Each partition's newest publication of ``asset``."""
     found = u.frame("publications").where(F.col("asset") == F.lit(asset))

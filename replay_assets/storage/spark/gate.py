@@ -35,7 +35,6 @@ from replay_assets.storage.rules.digest import (
 from replay_assets.storage.rules.sql import on_sql
 from replay_assets.storage.spark import row_checks_task, schema
 from replay_assets.storage.spark.dialect import over_tables
-from replay_assets.storage.spark.facts import published_partitions
 from replay_assets.storage.spark.row_checks_task import TAG
 from replay_assets.storage.spark.unit import On, SparkSql, UnitBase
 
@@ -81,7 +80,7 @@ class SparkGateSteps(On):
     def state_checks(
         self, day: str, snapshot: Snapshot, counts: dict[str, Counts], first: str, recomputed: Controls
     ) -> Sequence[CheckOutcome]:
-        certified = set(published_partitions(self.u, "current_orders"))
+        certified = reading.certified_load_dates(self.sql)
         return verdicts.state_checks(
             day, snapshot, counts, first=first, recomputed=recomputed, certified=certified
         )

@@ -23,7 +23,6 @@ from replay_assets.storage.rules.aggregates import SQL_AGGREGATES_BY_ORDER, cand
 from replay_assets.storage.rules.sql import on_sql
 from replay_assets.storage.rules.tables import RECON_COLUMNS
 from replay_assets.storage.spark.dialect import over_tables
-from replay_assets.storage.spark.facts import published_partitions
 from replay_assets.storage.spark.frames import to_polars
 from replay_assets.storage.spark.stepbase import latest_holds_as_of
 from replay_assets.storage.spark.unit import On, SparkSql, UnitBase
@@ -38,8 +37,7 @@ class SparkCandidateSteps(On):
     def latest_holds_as_of(self, day: str) -> bool:
         return latest_holds_as_of(self.u, day)
 
-    def certified_load_dates(self) -> set[str]:
-        return set(published_partitions(self.u, "current_orders"))
+    certified_load_dates = on_sql(reading.certified_load_dates)
 
     def recomputed_aggregates(self, dates: list[str], *, as_of: str, from_latest: bool) -> pl.DataFrame:
         """The gate's recomputation (``SQL_AGGREGATES_BY_ORDER``) over the latest tables, or else

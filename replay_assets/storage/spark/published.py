@@ -16,7 +16,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import polars as pl
-from pyspark.sql import functions as F
 
 from replay_assets.core.gate import CheckOutcome
 from replay_assets.storage.apply import reading
@@ -27,7 +26,6 @@ from replay_assets.storage.publish import procedure
 from replay_assets.storage.publish import recording as publish_recording
 from replay_assets.storage.rules.published import PUBLISHED
 from replay_assets.storage.rules.sql import on_sql
-from replay_assets.storage.spark.facts import published_partitions
 from replay_assets.storage.spark.publish import SparkPublicationWrites, SparkPublishSteps
 from replay_assets.storage.spark.reports import export_frame
 from replay_assets.storage.spark.unit import On, SparkSql
@@ -48,15 +46,8 @@ class PublishReading(On):
     def certified_pointer(self) -> str | None:
         return reading.certified_pointer(self.sql)
 
-    def published_partitions(self, asset: str) -> list[str]:
-        return published_partitions(self.u, asset)
-
-    def newest_versions(self, partition: str) -> dict[str, int]:
-        """Per asset, the newest publication version of ``partition``."""
-        found = self.u.frame("publications").where(F.col("partition_key") == F.lit(partition))
-        newest = found.groupBy("asset").agg(F.max("version").alias("v"))
-        return {str(r["asset"]): int(r["v"]) for r in self.u.rows(newest)}
-
+    published_partitions = on_sql(reading.published_partitions)
+    newest_versions = on_sql(reading.newest_versions)
     publish_operation = on_sql(journal_identities.publish_operation)
     publications_digest = on_sql(journal_identities.publications_digest)
 
