@@ -1,15 +1,8 @@
-"""What the warehouse knows about load dates, for the plan and for the landing and apply steps."""
+"""Consecutive load dates grouped into ranges (a restatement's publishing, the sensors' cursors)."""
 
 from __future__ import annotations
 
 import datetime as dt
-
-import duckdb
-
-from replay_assets.core.plan import DatePlan
-from replay_assets.core.status import PartitionStatus
-from replay_assets.storage.db.sql import DuckDBSql
-from replay_assets.storage.evidence.written_once import EvidenceWriting
 
 
 def contiguous_ranges(dates: list[str]) -> list[tuple[str, str]]:
@@ -23,15 +16,3 @@ def contiguous_ranges(dates: list[str]) -> list[tuple[str, str]]:
         else:
             ranges.append((day, day))
     return ranges
-
-
-def record_attempt(
-    con: duckdb.DuckDBPyConnection, plan: DatePlan, status: PartitionStatus, reason: str, now: dt.datetime
-) -> None:
-    # keyed by the file fingerprints: replacing the broken file makes the date ready
-    EvidenceWriting(DuckDBSql(con)).insert_attempt(
-        plan.load_date, plan.attempt_key, status=status.value, reason=reason, now=now
-    )
-    EvidenceWriting(DuckDBSql(con)).set_status(
-        "current_orders", keys=[plan.load_date], status=status, reason=reason, now=now
-    )

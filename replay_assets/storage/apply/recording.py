@@ -1,6 +1,6 @@
-"""The apply steps' small records, written once for both engines over the unit's ``Sql``: a load
-date applied (with its input identity), its batches' reconciliation, and its certified snapshot
-record and state sums."""
+"""The apply steps' small records, written once for both engines over the unit's ``Sql``: an
+attempt at a load date's input, a load date applied (with its input identity), its batches'
+reconciliation, and its certified snapshot record and state sums."""
 
 from __future__ import annotations
 
@@ -9,8 +9,18 @@ import datetime as dt
 from replay_assets.core.aggregate import Controls
 from replay_assets.core.plan import DatePlan
 from replay_assets.core.state import Counts
+from replay_assets.core.status import PartitionStatus
+from replay_assets.storage.evidence.written_once import EvidenceWriting
 from replay_assets.storage.rules.digest import LIMBS, StateDigest
 from replay_assets.storage.rules.sql import Sql
+
+
+def record_attempt(sql: Sql, plan: DatePlan, status: PartitionStatus, reason: str, now: dt.datetime) -> None:
+    """An attempt that did not apply the load date, keyed by the file fingerprints (replacing the
+    broken file makes the date ready), and the date's status."""
+    evidence = EvidenceWriting(sql)
+    evidence.insert_attempt(plan.load_date, plan.attempt_key, status=status.value, reason=reason, now=now)
+    evidence.set_status("current_orders", keys=[plan.load_date], status=status, reason=reason, now=now)
 
 
 def record_applied(sql: Sql, day: str, identity: str, now: dt.datetime, run_id: str | None) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 import duckdb
 
 from replay_assets.core.plan import DatePlan
-from replay_assets.storage.apply import facts, reading, recording, writes
+from replay_assets.storage.apply import reading, recording, writes
 from replay_assets.storage.apply.load_date import ApplyResult, apply_load_date
 from replay_assets.storage.db import segments
 from replay_assets.storage.db.connection_ports import DuckDBReading, DuckDBWriting
@@ -91,7 +91,7 @@ class ApplyReading(OnConnection):
 
 
 class ApplyWriting(ApplyReading):
-    record_attempt = bound(facts.record_attempt)
+    record_attempt = on_sql(recording.record_attempt)
     undo_load_date = bound(writes.undo_load_date)
     certify_state = on_sql(publish_recording.certify_state)
     write_snapshot = on_sql(recording.write_snapshot)

@@ -1,5 +1,5 @@
-"""Cost evidence: per batch and per step, the events, bytes read, CPU and wall seconds,
-rows written and the temporary storage failed candidates keep."""
+"""Cost evidence: measuring a step's CPU and wall seconds, and the costs per delivered batch
+(the records themselves are written and summed by ``written_once.py``)."""
 
 from __future__ import annotations
 

@@ -332,13 +332,7 @@ class SparkApplySteps:
 
 
 class ApplyWriting(ApplyReading):
-    def record_attempt(
-        self, plan: DatePlan, *, status: PartitionStatus, reason: str, now: dt.datetime
-    ) -> None:
-        # keyed by the file fingerprints: replacing the broken file makes the date ready
-        evidence = EvidenceWriting(SparkSql(self.u))
-        evidence.insert_attempt(plan.load_date, plan.attempt_key, status=status.value, reason=reason, now=now)
-        evidence.set_status("current_orders", keys=[plan.load_date], status=status, reason=reason, now=now)
+    record_attempt = on_sql(recording.record_attempt)
 
     def apply_load_date(
         self,
