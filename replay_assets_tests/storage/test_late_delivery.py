@@ -22,6 +22,7 @@ from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.core.status import ApplyOutcome, DateStatus
 from replay_assets.entrypoints.cli import main
 from replay_assets.storage.apply import latest
+from replay_assets.storage.db.sql import DuckDBSql
 from replay_assets.storage.landing.deliveries import write_delivery
 from replay_assets.usecases.apply import apply
 from replay_assets.usecases.context import Pipeline
@@ -76,7 +77,7 @@ def _everything(p: Pipeline, days: list[str]) -> dict[str, Any]:
         }
         found |= {name: con.execute(sql).fetchall() for name, sql in queries.items()}
         found["latest rows"] = con.execute("SELECT * FROM order_latest ORDER BY ALL").fetchall()
-        found["latest rows differing from history"] = latest.differences(con)
+        found["latest rows differing from history"] = latest.differences(DuckDBSql(con))
     # the published copy, refreshed by partition through the restated chain
     found |= {f"published {name}": rows for name, rows in published(p.settings.home, days).items()}
     return found

@@ -12,6 +12,7 @@ import pytest
 from replay_assets.entrypoints.cli import main
 from replay_assets.storage.apply import latest
 from replay_assets.storage.db.migrations import LANDING_VIEWS
+from replay_assets.storage.db.sql import DuckDBSql
 from replay_assets.storage.db.warehouse import migrate
 from replay_assets.usecases.context import Pipeline
 from replay_assets.usecases.operations import Operations
@@ -35,7 +36,7 @@ def test_they_hold_each_keys_newest_row_tombstones_included(applied: Pipeline) -
             "SELECT order_id, status, amount_minor, load_date FROM order_latest ORDER BY 1"
         ).fetchall()
         assert rows == [("o1", "active", 70, D2), ("o2", "deleted", None, D2)]
-        assert latest.differences(con) == 0
+        assert latest.differences(DuckDBSql(con)) == 0
 
 
 def test_a_home_that_predates_them_gets_them_built_from_history(applied: Pipeline) -> None:
@@ -64,7 +65,7 @@ def test_a_home_that_predates_them_gets_them_built_from_history(applied: Pipelin
         con.execute("DELETE FROM schema_migrations WHERE version >= 8")
         migrate(con)
         assert con.execute("SELECT * FROM order_latest ORDER BY ALL").fetchall() == expected
-        assert latest.differences(con) == 0
+        assert latest.differences(DuckDBSql(con)) == 0
         # v9 numbers the attempts already written, so their order stays decidable
         numbered = con.execute("SELECT count(DISTINCT seq), count(*) FROM load_date_attempts").fetchall()
         assert numbered == [(2, 2)]
@@ -91,18 +92,18 @@ def test_a_date_re_applied_under_later_ones_keeps_each_keys_newest_row() -> None
     keeps its newest row, a later date's where it has one; what it changed is logged."""
     con = warehouse([("o1", 1, "active", 10, DAYS[0]), ("o1", 1, "active", 20, DAYS[1])], [])
     for day in DAYS[:2]:
-        latest.advance(con, day)
+        latest.advance(DuckDBSql(con), day)
     con.execute("DELETE FROM order_history WHERE load_date = ?", [DAYS[0]])
-    latest.retract(con, DAYS[0])
+    latest.retract(DuckDBSql(con), DAYS[0])
     con.execute(
         "INSERT INTO order_history SELECT * REPLACE ('o2' AS order_id, ? AS load_date) FROM order_history",
         [DAYS[0]],
     )  # the date again, now writing o2 only
-    before = latest.generation(con)
-    latest.advance(con, DAYS[0])
-    assert latest.differences(con) == 0
+    before = latest.generation(DuckDBSql(con))
+    latest.advance(DuckDBSql(con), DAYS[0])
+    assert latest.differences(DuckDBSql(con)) == 0
     assert con.execute("SELECT order_id, load_date FROM order_latest ORDER BY 1").fetchall() == [
         ("o1", DAYS[1]),
         ("o2", DAYS[0]),
     ]
-    assert latest.changed_parts(con, before) == {"orders": {"2026-01-01"}, "customers": set()}
+    assert latest.changed_parts(DuckDBSql(con), before) == {"orders": {"2026-01-01"}, "customers": set()}

@@ -20,6 +20,7 @@ import duckdb
 import pytest
 
 from replay_assets.storage.apply import latest
+from replay_assets.storage.db.sql import DuckDBSql
 from replay_assets.storage.publish import exports, published_state
 from replay_assets.usecases.context import Pipeline
 from replay_assets.usecases.recover import refresh_published
@@ -114,7 +115,8 @@ def test_a_copy_the_change_log_cannot_bring_forward_is_rewritten_whole(day_one: 
     deliver(day_one, D2, "b2", [event(5, "o1", business_date=B2)])
     with day_one.warehouse.connect() as con:  # as if pruning had dropped changes the copy needs
         con.execute(
-            "INSERT OR REPLACE INTO pointers VALUES (?, ?)", [latest.DROPPED, str(latest.generation(con) + 1)]
+            "INSERT OR REPLACE INTO pointers VALUES (?, ?)",
+            [latest.DROPPED, str(latest.generation(DuckDBSql(con)) + 1)],
         )
     drive(day_one)
     assert set(record(home)["current_files"]["orders"]) == {B2, B3}

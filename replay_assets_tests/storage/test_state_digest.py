@@ -57,8 +57,8 @@ def test_sums_and_controls_by_change_equal_the_whole_state_as_of_every_date(
         whole = recomputed_controls(con, day)
         assert by_line == whole and by_order == whole
         base = whole
-        latest.advance(con, day)
-    assert latest.differences(con) == 0
+        latest.advance(DuckDBSql(con), day)
+    assert latest.differences(DuckDBSql(con)) == 0
 
 
 def test_the_hash_covers_every_column_and_tombstones() -> None:

@@ -13,7 +13,9 @@ from replay_assets.core.fold import Outcome
 from replay_assets.storage.apply import latest
 from replay_assets.storage.apply.fold_sql import fold_into
 from replay_assets.storage.db import segments
+from replay_assets.storage.db.sql import DuckDBSql
 from replay_assets.storage.db.warehouse import one
+from replay_assets.storage.rules.apply import REGISTRY_ROWS, committed_rows
 
 ORDER_KEY_SQL = "'[\"' || order_id || '\",' || CAST(line_no AS VARCHAR) || ']'"
 CUSTOMER_KEY_SQL = "'[\"' || customer_id || '\"]'"
@@ -51,18 +53,10 @@ def stage_fold(con: duckdb.DuckDBPyConnection, batches: list[str], load_date: st
         SELECT {", ".join(f"s.{c}" for c in FOLD_COLUMNS)}, {position} AS pos FROM {staged} s""",
         params,
     )
-    from_latest = latest.holds_before(con, load_date)
-    con.execute(_committed_sql(from_latest), {} if from_latest else {"day": load_date})
-    con.execute(
-        """CREATE OR REPLACE TEMP TABLE _registry AS
-        SELECT source, event_id, source_seq, content_sha256 FROM event_registry r
-        SEMI JOIN _events i ON i.source = r.source AND i.event_id = r.event_id WHERE r.load_date < $day
-        UNION
-        SELECT source, event_id, source_seq, content_sha256 FROM event_registry r
-        SEMI JOIN _events i ON i.source = r.source AND i.source_seq = r.source_seq
-        WHERE r.load_date < $day""",
-        {"day": load_date},
-    )
+    sql = DuckDBSql(con)
+    from_latest = latest.holds_before(sql, load_date)
+    sql.keep("_committed", committed_rows(from_latest), **({} if from_latest else {"day": load_date}))
+    sql.keep("_registry", REGISTRY_ROWS, day=load_date)
     fold_into(con)
     with sides_as_written(con):  # streams the staged rows through a hash table of the outcomes
         con.execute(
@@ -104,31 +98,6 @@ def sides_as_written(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
             con.execute(f"SET disabled_optimizers = '{before}'")
         else:
             con.execute("RESET disabled_optimizers")
-
-
-def _committed_sql(from_latest: bool) -> str:
-    """Each touched key's state before the load date: from the latest tables when they hold it
-    (a new date), else each key's newest history row before the date (a verification or a
-    date with later ones applied)."""
-    orders, customers = (
-        ("order_latest h", "customer_latest h") if from_latest else ("order_history h", "customer_history h")
-    )
-    newest = (
-        ""
-        if from_latest
-        else "WHERE h.load_date < $day QUALIFY row_number() OVER (PARTITION BY {}"
-        " ORDER BY h.load_date DESC) = 1"
-    )
-    return f"""CREATE OR REPLACE TEMP TABLE _committed AS
-        SELECT 'order_line' AS entity, {ORDER_KEY_SQL} AS key, version, image_sha256, business_date, store_id
-        FROM {orders} SEMI JOIN _events k
-          ON k.entity = 'order_line' AND h.order_id = k.order_id AND h.line_no = k.line_no
-        {newest.format("h.order_id, h.line_no")}
-        UNION ALL
-        SELECT 'customer', {CUSTOMER_KEY_SQL}, version, image_sha256, NULL, NULL
-        FROM {customers} SEMI JOIN _events k
-          ON k.entity = 'customer' AND h.customer_id = k.customer_id
-        {newest.format("h.customer_id")}"""
 
 
 def _position(con: duckdb.DuckDBPyConnection, staged: str, params: dict[str, object]) -> str:

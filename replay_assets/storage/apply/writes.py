@@ -1,11 +1,15 @@
-"""The writes of one load-date application, each a set-based statement over the temporary
-tables :func:`state_io.stage_fold` leaves (``_folded``, ``_committed``, ``_registry``)."""
+"""The writes of one load-date application, written once for both engines over the unit's ``Sql``:
+set-based statements over the relations the staged fold leaves (``_folded``, ``_committed``,
+``_registry``), and the small records its outcome adds up to. A row that comes to this process
+is a count, a key or a violation, never the state."""
 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
 
-import duckdb
 import polars as pl
 
 from replay_assets.core.errors import Violation
@@ -14,201 +18,217 @@ from replay_assets.core.plan import DatePlan
 from replay_assets.core.state import Counts
 from replay_assets.core.status import PartitionStatus
 from replay_assets.storage.apply import latest
+from replay_assets.storage.apply.recording import write_reconciliation
 from replay_assets.storage.apply.steps import counts_of
-from replay_assets.storage.db.sql import DuckDBSql
-from replay_assets.storage.db.warehouse import insert_frame, one, query_frame
 from replay_assets.storage.evidence.written_once import EvidenceWriting
 from replay_assets.storage.rules.apply import AFFECTED_GROUPS, GROUP_DATES, HISTORY_ROWS
+from replay_assets.storage.rules.schema import columns as table_columns
+from replay_assets.storage.rules.sql import Sql
 
 VIOLATION = Outcome.VIOLATION.value
+GATE = Violation.UNSUPPORTED_SCHEMA_VERSION.value
+_VIOLATION_COLUMNS = pl.Schema(
+    {
+        "batch_id": pl.String,
+        "source_file": pl.String,
+        "line_number": pl.Int64,
+        "event_id": pl.String,
+        "rule": pl.String,
+        "detail": pl.String,
+    }
+)
+# a group, or a whole load date, queued again: released no more, and its ``queued_at`` strictly
+# later than before (a new publication to make)
+_ONE_TICK = dt.timedelta(microseconds=1)
 
 
 def _batches(plan: DatePlan) -> list[str]:
     return [b.batch_id for b in plan.batches]
 
 
-def batch_counts(con: duckdb.DuckDBPyConnection, plan: DatePlan) -> dict[str, Counts]:
+def batch_counts(sql: Sql, plan: DatePlan) -> dict[str, Counts]:
     """Reconciliation per batch (source events = accepted + rejected + skipped) from landing
     facts and the fold's outcomes."""
-    landed = dict(
-        con.execute(
-            "SELECT batch_id, source_events FROM manifests WHERE list_contains(?, batch_id)", [_batches(plan)]
-        ).fetchall()
+    batches = _batches(plan)
+    landed = sql.rows(
+        "SELECT batch_id, source_events FROM manifests WHERE list_contains($batches, batch_id)",
+        batches=batches,
     )
-    rejected = dict(
-        con.execute(
-            "SELECT batch_id, count(*) FROM rejected_events WHERE list_contains(?, batch_id) GROUP BY 1",
-            [_batches(plan)],
-        ).fetchall()
+    rejected = sql.rows(
+        """SELECT batch_id, count(*) AS n FROM rejected_events WHERE list_contains($batches, batch_id)
+        GROUP BY batch_id""",
+        batches=batches,
     )
-    tally = con.execute("SELECT batch_id, outcome, count(*) FROM _folded GROUP BY ALL").fetchall()
-    return counts_of(_batches(plan), landed, rejected, {(b, o): int(n) for b, o, n in tally})
+    tally = sql.rows("SELECT batch_id, outcome, count(*) AS n FROM _folded GROUP BY batch_id, outcome")
+    return counts_of(
+        batches,
+        {r["batch_id"]: r["source_events"] for r in landed},
+        {r["batch_id"]: r["n"] for r in rejected},
+        {(r["batch_id"], r["outcome"]): int(r["n"]) for r in tally},
+    )
 
 
-def violations(con: duckdb.DuckDBPyConnection, plan: DatePlan) -> pl.DataFrame:
-    """Schema-gate violations found at landing plus the fold's contract violations."""
-    gate = query_frame(
-        con,
-        """
-        SELECT batch_id, source_file, line_number, event_id, rule, detail FROM batch_violations
-        WHERE list_contains(?, batch_id) AND rule = ?""",
-        [_batches(plan), Violation.UNSUPPORTED_SCHEMA_VERSION.value],
+def violations(sql: Sql, plan: DatePlan) -> pl.DataFrame:
+    """Schema-gate violations found at landing plus the fold's contract violations, in order."""
+    gate = sql.frame(
+        """SELECT batch_id, source_file, line_number, event_id, rule, detail FROM batch_violations
+        WHERE list_contains($batches, batch_id) AND rule = $gate""",
+        batches=_batches(plan),
+        gate=GATE,
     )
-    fold = query_frame(
-        con,
-        """
-        SELECT batch_id, source_file, line_number, event_id, rule,
-            rule || ' at event ' || event_id || ' (' || source_file || ' line ' || line_number || ')'
-                AS detail
-        FROM _folded WHERE outcome = ? ORDER BY pos""",
-        [VIOLATION],
+    fold = sql.frame(  # ordered by a column it keeps: Sail 0.7 sorts by no other
+        """SELECT batch_id, source_file, line_number, event_id, rule,
+            rule || ' at event ' || event_id || ' (' || source_file || ' line '
+                || CAST(line_number AS VARCHAR) || ')' AS detail, pos
+        FROM _folded WHERE outcome = $violation ORDER BY pos""",
+        violation=VIOLATION,
     )
-    return pl.concat([gate.cast(fold.schema), fold]) if gate.height else fold
+    found = pl.concat([gate.cast(_VIOLATION_COLUMNS), fold.drop("pos").cast(_VIOLATION_COLUMNS)])
+    return found
 
 
 def record_blocked(
-    con: duckdb.DuckDBPyConnection,
-    plan: DatePlan,
-    found: pl.DataFrame,
-    counts: dict[str, Counts],
-    now: dt.datetime,
+    sql: Sql, plan: DatePlan, found: pl.DataFrame, counts: dict[str, Counts], now: dt.datetime
 ) -> None:
-    """Evidence of a blocked load date; nothing of the date is applied."""
-    con.execute(
-        "DELETE FROM batch_violations WHERE list_contains(?, batch_id) AND rule <> ?",
-        [_batches(plan), Violation.UNSUPPORTED_SCHEMA_VERSION.value],
+    """Evidence of a blocked load date; nothing of the date is applied. The fold's violations
+    replace those an earlier fold of the date found."""
+    sql.keep(  # kept first: a delete never reads the table it deletes from
+        "_replaced_violations",
+        """SELECT DISTINCT batch_id, rule FROM batch_violations
+        WHERE list_contains($batches, batch_id) AND rule <> $gate""",
+        batches=_batches(plan),
+        gate=GATE,
     )
-    fold = found.filter(pl.col("rule") != Violation.UNSUPPORTED_SCHEMA_VERSION.value)
-    insert_frame(
-        con,
-        "batch_violations",
-        fold.with_columns(pl.lit(plan.load_date).alias("load_date"), pl.lit(now).alias("detected_at")),
-    )
+    sql.delete("batch_violations", "SELECT * FROM _replaced_violations", on=("batch_id", "rule"))
+    fold = found.filter(pl.col("rule") != GATE)
+    stamped = fold.with_columns(pl.lit(plan.load_date).alias("load_date"), pl.lit(now).alias("detected_at"))
+    sql.insert("batch_violations", stamped.to_dicts())
     blamed = sorted(set(found["batch_id"].to_list()))
     reason = f"batch {blamed[0]}: {found['detail'][0]}"
-    EvidenceWriting(DuckDBSql(con)).insert_attempt(
-        plan.load_date, plan.identity, status="BLOCKED", reason=reason, now=now
+    evidence = EvidenceWriting(sql)
+    evidence.insert_attempt(plan.load_date, plan.identity, status="BLOCKED", reason=reason, now=now)
+    write_reconciliation(  # the blamed batches: their events, none applied
+        sql,
+        replace(plan, batches=tuple(d for d in plan.batches if d.batch_id in blamed)),
+        {b: Counts(counts[b].source_events) for b in blamed},
+        "BLOCKED",
     )
-    for b in blamed:
-        source = next(d.source for d in plan.batches if d.batch_id == b)
-        con.execute(
-            "INSERT OR REPLACE INTO reconciliation ("
-            "batch_id, source, load_date, source_events, accepted, rejected, skipped_duplicate, "
-            "skipped_stale, status"
-            ") VALUES (?, ?, ?, ?, 0, 0, 0, 0, 'BLOCKED')",
-            [b, source, plan.load_date, counts[b].source_events],
-        )
-    EvidenceWriting(DuckDBSql(con)).set_status(
+    evidence.set_status(
         "current_orders", keys=[plan.load_date], status=PartitionStatus.BLOCKED, reason=reason, now=now
     )
 
 
-def same_history(con: duckdb.DuckDBPyConnection, day: str) -> bool:
-    """Whether the folded winners are exactly the history rows the load date wrote."""
+def same_history(sql: Sql, day: str) -> bool:
+    """Whether the folded winners are exactly the history rows the load date wrote (compared as
+    multisets in the engine)."""
     for table, rows in HISTORY_ROWS.items():
-        stored = f"SELECT * FROM {table} WHERE load_date = $day"
-        differ = one(
-            con,
-            f"SELECT count(*) FROM (({stored} EXCEPT ALL {rows}) UNION ALL ({rows} EXCEPT ALL {stored}))",
-            {"day": day},
+        columns = ", ".join(name for name, _kind in table_columns(table))
+        stored = f"SELECT {columns} FROM {table} WHERE load_date = $day"
+        differ = sql.rows(
+            f"""SELECT count(*) AS n FROM (
+                SELECT * FROM (({stored}) EXCEPT ALL ({rows})) a
+                UNION ALL SELECT * FROM (({rows}) EXCEPT ALL ({stored})) b) d""",
+            day=day,
         )
-        if differ is None or differ[0]:
+        if not differ or differ[0]["n"]:
             return False
     return True
 
 
-def affected_groups(con: duckdb.DuckDBPyConnection) -> list[str]:
-    """The (business_date, store_id) groups the winners leave (their previous images) and join,
-    into ``_groups``; returns the affected business dates."""
-    con.execute("CREATE OR REPLACE TEMP TABLE _groups AS " + AFFECTED_GROUPS)
-    return [str(r[0]) for r in con.execute(GROUP_DATES).fetchall()]
-
-
-def undo_load_date(con: duckdb.DuckDBPyConnection, day: str, now: dt.datetime) -> None:
-    """Before folding a load date again whole: its groups are re-queued, its writes removed."""
-    con.execute(  # queued_at strictly increases: a group queued again is a new publication to make
-        """UPDATE restatement_queue SET released_at = NULL,
-                  queued_at = greatest(CAST(? AS TIMESTAMPTZ), queued_at + INTERVAL 1 MICROSECOND)
-           WHERE load_date = ?""",
-        [now, day],
+def undo_load_date(sql: Sql, day: str, now: dt.datetime) -> None:
+    """Before folding a load date again whole: its groups are queued again, its history and
+    registry rows removed, and the latest tables returned to the state before it."""
+    latest.log_removal(sql, day)  # while its history rows are there to say where they sat
+    queued = sql.rows(
+        "SELECT business_date, store_id, load_date, queued_at FROM restatement_queue WHERE load_date = $day",
+        day=day,
     )
-    latest.log_removal(con, day)
+    _requeue(sql, queued, now)
     for table in ("order_history", "customer_history", "event_registry"):
-        con.execute(f"DELETE FROM {table} WHERE load_date = ?", [day])
-    latest.retract(con, day)
+        sql.delete(table, "SELECT $day AS load_date", on=("load_date",), day=day)
+    latest.retract(sql, day)
 
 
-def write_history(con: duckdb.DuckDBPyConnection, day: str) -> int:
+def _requeue(sql: Sql, rows: Sequence[Mapping[str, Any]], now: dt.datetime) -> None:
+    queued = [
+        {**row, "queued_at": max(now, row["queued_at"] + _ONE_TICK) if row["queued_at"] else now}
+        | {"released_at": None}
+        for row in rows
+    ]
+    sql.upsert("restatement_queue", queued, on=("business_date", "store_id", "load_date"))
+
+
+def affected_groups(sql: Sql) -> list[str]:
+    """The (business_date, store_id) groups the winners leave (their previous images) and join,
+    kept as ``_groups``; returns the affected business dates."""
+    sql.keep("_groups", AFFECTED_GROUPS)
+    return [str(r["business_date"]) for r in sql.rows(GROUP_DATES)]
+
+
+def write_history(sql: Sql, day: str) -> int:
     """The winners as history rows of the load date; returns the rows written."""
-    written = 0
-    for table, rows in HISTORY_ROWS.items():
-        inserted = con.execute(f"INSERT INTO {table} {rows}", {"day": day}).fetchall()
-        written += int(inserted[0][0]) if inserted else 0
-    return written
+    return sum(sql.insert_from(table, rows, day=day) for table, rows in HISTORY_ROWS.items())
 
 
-def candidate_rows(con: duckdb.DuckDBPyConnection, day: str) -> pl.DataFrame:
+def candidate_rows(sql: Sql, day: str) -> pl.DataFrame:
     """The history rows a candidate would write (kept as Parquet when it fails the gate)."""
-    orders, customers = (query_frame(con, rows, {"day": day}) for rows in HISTORY_ROWS.values())
-    return pl.concat([orders, customers], how="diagonal")
+    return pl.concat([sql.frame(rows, day=day) for rows in HISTORY_ROWS.values()], how="diagonal")
 
 
-def register_events(con: duckdb.DuckDBPyConnection, day: str) -> None:
+def register_events(sql: Sql, day: str) -> None:
     """Remember every event id the load date carried, so a replay is a duplicate: the events the
     fold found carrying a new id (``new_id``: neither registered nor carried by an earlier event
     of the load date), each with its source_seq and content. Called only for a load date without
     violations (a blocked date registers nothing), so each id's first event is one to register.
     A set-based filter: numbering each id's events to keep the first and anti-joining the
     registry was markedly slower at volume."""
-    con.execute(
-        """
-        INSERT INTO event_registry (source, event_id, source_seq, content_sha256, load_date)
-        SELECT source, event_id, source_seq, content_sha256, ? FROM _folded WHERE new_id AND outcome <> ?""",
-        [day, VIOLATION],
+    sql.insert_from(
+        "event_registry",
+        """SELECT source, event_id, source_seq, content_sha256, $day AS load_date
+        FROM _folded WHERE new_id AND outcome <> $violation""",
+        day=day,
+        violation=VIOLATION,
     )
 
 
-def queue_groups(con: duckdb.DuckDBPyConnection, dates: list[str], day: str, now: dt.datetime) -> int:
+def queue_groups(sql: Sql, dates: list[str], day: str, now: dt.datetime) -> int:
     """Durably queue the affected groups of ``_groups``, old and new images; returns their number."""
-    con.execute(
-        """
-        INSERT INTO restatement_queue (business_date, store_id, load_date, queued_at, released_at)
-        SELECT business_date, store_id, ?, ?, NULL FROM _groups
-        ON CONFLICT (business_date, store_id, load_date)
-        DO UPDATE SET released_at = NULL, queued_at = greatest(
-            excluded.queued_at, restatement_queue.queued_at + INTERVAL 1 MICROSECOND)""",
-        [day, now],
+    groups = sql.rows(
+        """SELECT g.business_date, g.store_id, $day AS load_date, q.queued_at FROM _groups g
+        LEFT JOIN (SELECT * FROM restatement_queue WHERE load_date = $day) q
+          ON q.business_date = g.business_date AND q.store_id = g.store_id""",
+        day=day,
     )
+    _requeue(sql, groups, now)
     if dates:
-        EvidenceWriting(DuckDBSql(con)).set_status(
+        EvidenceWriting(sql).set_status(
             "daily_aggregates",
             keys=dates,
             status=PartitionStatus.PENDING_RESTATEMENT,
             reason=f"load date {day} changed this business date",
             now=now,
         )
-    counted = one(con, "SELECT count(*) FROM _groups")
-    return int(counted[0]) if counted else 0
+    return len(groups)
 
 
-def advance_watermarks(con: duckdb.DuckDBPyConnection, plan: DatePlan, day: str) -> None:
+def advance_watermarks(sql: Sql, plan: DatePlan, day: str) -> None:
     """Monotone per source: the declared slice high, or the highest committed source_seq."""
-    seen = con.execute(
-        "SELECT source, max(source_seq) FROM _folded WHERE outcome <> ? GROUP BY 1", [VIOLATION]
-    ).fetchall()
-    highest = dict(seen)
+    params = {"batches": _batches(plan), "violation": VIOLATION}
+    found = sql.rows(
+        """SELECT source, max(m) AS m, max(w) AS w FROM (
+            SELECT source, max(source_seq) AS m, CAST(NULL AS BIGINT) AS w FROM _folded
+            WHERE outcome <> $violation GROUP BY source
+            UNION ALL SELECT source, max(seq_high), CAST(NULL AS BIGINT) FROM manifests
+            WHERE list_contains($batches, batch_id) GROUP BY source
+            UNION ALL SELECT source, CAST(NULL AS BIGINT), watermark FROM watermarks) s
+        GROUP BY source""",
+        **params,
+    )
+    by_source = {r["source"]: r for r in found}
+    rows = []
     for source in sorted({d.source for d in plan.batches}):
-        declared = one(
-            con,
-            "SELECT max(seq_high) FROM manifests WHERE list_contains(?, batch_id) AND source = ?",
-            [_batches(plan), source],
-        )
-        candidates = [v for v in (declared[0] if declared else None, highest.get(source)) if v is not None]
-        if candidates:
-            con.execute(
-                """INSERT INTO watermarks (source, watermark, load_date)
-                VALUES (?, ?, ?) ON CONFLICT (source) DO UPDATE
-                SET watermark = greatest(watermarks.watermark, excluded.watermark),
-                    load_date = excluded.load_date""",
-                [source, max(candidates), day],
-            )
+        row = by_source.get(source)
+        if row is not None and row["m"] is not None:
+            kept = max(v for v in (row["m"], row["w"]) if v is not None)
+            rows.append({"source": source, "watermark": kept, "load_date": day})
+    sql.upsert("watermarks", rows, on=("source",))

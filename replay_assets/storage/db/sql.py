@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import duckdb
+import polars as pl
 
 from replay_assets.storage.rules.sql import identifiers
 
@@ -19,6 +20,25 @@ class DuckDBSql:
         cursor = self.con.execute(statement, params or None)
         names = [d[0] for d in cursor.description or ()]
         return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+    def frame(self, statement: str, **params: Any) -> pl.DataFrame:
+        found: pl.DataFrame = self.con.sql(statement, params=params or None).pl()
+        return found
+
+    def keep(self, name: str, statement: str, **params: Any) -> None:
+        kept = identifiers(name)[0]
+        self.con.execute(f"CREATE OR REPLACE TEMP TABLE {kept} AS {statement}", params or None)
+
+    def insert_from(self, table: str, statement: str, **params: Any) -> int:
+        found = self.con.execute(f"INSERT INTO {identifiers(table)[0]} BY NAME {statement}", params or None)
+        counted = found.fetchall()
+        return int(counted[0][0]) if counted else 0
+
+    def delete(self, table: str, statement: str, *, on: Sequence[str], **params: Any) -> None:
+        match = " AND ".join(f"t.{c} = s.{c}" for c in identifiers(*on))
+        self.con.execute(
+            f"DELETE FROM {identifiers(table)[0]} t USING ({statement}) s WHERE {match}", params or None
+        )
 
     def insert(self, table: str, rows: Sequence[Mapping[str, Any]]) -> None:
         self._write(table, rows, "")

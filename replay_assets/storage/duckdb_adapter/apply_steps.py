@@ -26,23 +26,23 @@ class DuckDBFoldSteps(OnConnection):
     record_applied = on_sql(recording.record_applied)
     stage_fold = bound(stage.stage_fold)
     drop_fold = bound(stage.drop_fold)
-    batch_counts = bound(writes.batch_counts)
-    violations = bound(writes.violations)
-    record_blocked = bound(writes.record_blocked)
-    same_history = bound(writes.same_history)
-    undo_load_date = bound(writes.undo_load_date)
+    batch_counts = on_sql(writes.batch_counts)
+    violations = on_sql(writes.violations)
+    record_blocked = on_sql(writes.record_blocked)
+    same_history = on_sql(writes.same_history)
+    undo_load_date = on_sql(writes.undo_load_date)
 
 
 class DuckDBStateWrites(OnConnection):
-    affected_groups = bound(writes.affected_groups)
-    write_history = bound(writes.write_history)
-    register_events = bound(writes.register_events)
-    queue_groups = bound(writes.queue_groups)
-    advance_watermarks = bound(writes.advance_watermarks)
+    affected_groups = on_sql(writes.affected_groups)
+    write_history = on_sql(writes.write_history)
+    register_events = on_sql(writes.register_events)
+    queue_groups = on_sql(writes.queue_groups)
+    advance_watermarks = on_sql(writes.advance_watermarks)
     write_reconciliation = on_sql(recording.write_reconciliation)
-    candidate_rows = bound(writes.candidate_rows)
-    advance_latest = bound(latest.advance)
-    latest_holds_before = bound(latest.holds_before)
+    candidate_rows = on_sql(writes.candidate_rows)
+    advance_latest = on_sql(latest.advance)
+    latest_holds_before = on_sql(latest.holds_before)
 
 
 class DuckDBGateSteps(OnConnection):

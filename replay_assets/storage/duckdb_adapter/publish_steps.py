@@ -13,7 +13,7 @@ from replay_assets.storage.rules.sql import on_sql
 
 class DuckDBCandidateSteps(OnConnection):
     certified_pointer = on_sql(reading.certified_pointer)
-    latest_holds_as_of = bound(latest.holds_as_of)
+    latest_holds_as_of = on_sql(latest.holds_as_of)
     recomputed_aggregates = bound(aggregates.recomputed)
     applied_reconciliation = bound(certify.applied_reconciliation)
     first_applied = on_sql(reading.first_applied)

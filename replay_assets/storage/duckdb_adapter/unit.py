@@ -92,7 +92,7 @@ class ApplyReading(OnConnection):
 
 class ApplyWriting(ApplyReading):
     record_attempt = on_sql(recording.record_attempt)
-    undo_load_date = bound(writes.undo_load_date)
+    undo_load_date = on_sql(writes.undo_load_date)
     certify_state = on_sql(publish_recording.certify_state)
     write_snapshot = on_sql(recording.write_snapshot)
 

@@ -50,15 +50,17 @@ def refresh_current(
         return []
     # the content hash leaves out load dates: a restatement that only moves a row to another
     # load date changes the consumer's rows, not the hash, but it is logged as a change
-    state, generation = current + snapshot_digest(con, current), latest.generation(con)
+    state, generation = current + snapshot_digest(con, current), latest.generation(DuckDBSql(con))
     if not _all_present(root, done.get("current_files", {})):  # e.g. the folder was removed
         done.pop("current_files", None)  # rewrite every partition
     if done.get("current") == state and done.get("generation") == generation and "current_files" in done:
         return []
-    from_latest = latest.holds_as_of(con, current)
+    from_latest = latest.holds_as_of(DuckDBSql(con), current)
     files: Files = {e: dict(p) for e, p in done.get("current_files", {}).items()}
     since = done.get("changes_through")
-    changed = latest.changed_parts(con, since) if from_latest and since is not None and files else None
+    changed = (
+        latest.changed_parts(DuckDBSql(con), since) if from_latest and since is not None and files else None
+    )
     # names new to this state and generation (a reader's listed files are never replaced by other
     # content), the same for the same refresh in any home: a retry after a crash writes the same
     tag = sha256_text(canonical_json([state, generation, since]))[:12]

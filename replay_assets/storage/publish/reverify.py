@@ -50,7 +50,7 @@ def reverify_state(con: duckdb.DuckDBPyConnection, newest: int = 7) -> Verdict:
         recomputed=lambda day: _recomputed_digest(con, day),
         controls=lambda day: recomputed_controls(con, day).as_tuple(),
         stored=stored,
-        differing=newest_rows.differences(con),
+        differing=newest_rows.differences(DuckDBSql(con)),
         pointer=certified_pointer(DuckDBSql(con)) or "",
     )
 

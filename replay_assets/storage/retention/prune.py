@@ -19,6 +19,7 @@ import duckdb
 
 from replay_assets.storage.apply import latest
 from replay_assets.storage.db import segments
+from replay_assets.storage.db.sql import DuckDBSql
 from replay_assets.storage.rules.retention import PRUNED_EVIDENCE
 from replay_assets.storage.rules.tables import HISTORY_KEYS, PER_DATE, PRUNED_THROUGH
 
@@ -55,7 +56,7 @@ def prune_load_date(
     # an adapter's source records go with the raw receipts they became (not counted apart)
     con.execute("DELETE FROM source_records WHERE load_date = $day", params)
     _prune_evidence(con, params)
-    latest.drop_changes(con, day)
+    latest.drop_changes(DuckDBSql(con), day)
     con.execute(
         "INSERT INTO pruned_load_dates (load_date, operation_id, retention_load_dates, raw_receipts, "
         "staged_events, registry_rows, history_rows, pruned_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",

@@ -34,6 +34,43 @@ AFFECTED_GROUPS = """
         WHERE c.entity = 'order_line') g
     WHERE business_date IS NOT NULL AND store_id IS NOT NULL"""
 GROUP_DATES = "SELECT DISTINCT business_date FROM _groups ORDER BY business_date"
+# The registry rows sharing an event id or a source_seq with the load date's events (``_events``).
+REGISTRY_ROWS = """
+    SELECT source, event_id, source_seq, content_sha256 FROM event_registry r
+    SEMI JOIN _events i ON i.source = r.source AND i.event_id = r.event_id WHERE r.load_date < $day
+    UNION
+    SELECT source, event_id, source_seq, content_sha256 FROM event_registry r
+    SEMI JOIN _events i ON i.source = r.source AND i.source_seq = r.source_seq
+    WHERE r.load_date < $day"""
+_ORDER_KEY = "'[\"' || h.order_id || '\",' || CAST(h.line_no AS VARCHAR) || ']'"
+_CUSTOMER_KEY = "'[\"' || h.customer_id || '\"]'"
+
+
+def committed_rows(from_latest: bool) -> str:
+    """Each touched key's state before the load date ``$day``: from the latest tables when they
+    hold it (a new date), else each key's newest history row before the date (a verification or
+    a date with later ones applied)."""
+    orders, customers = (
+        ("order_latest", "customer_latest") if from_latest else ("order_history", "customer_history")
+    )
+    newest = (
+        ""
+        if from_latest
+        else "WHERE h.load_date < $day QUALIFY row_number() OVER (PARTITION BY {}"
+        " ORDER BY h.load_date DESC) = 1"
+    )
+    return f"""
+        SELECT 'order_line' AS entity, {_ORDER_KEY} AS key, h.version, h.image_sha256, h.business_date,
+            h.store_id
+        FROM {orders} h SEMI JOIN _events k
+          ON k.entity = 'order_line' AND h.order_id = k.order_id AND h.line_no = k.line_no
+        {newest.format("h.order_id, h.line_no")}
+        UNION ALL
+        SELECT 'customer' AS entity, {_CUSTOMER_KEY} AS key, h.version, h.image_sha256,
+            CAST(NULL AS VARCHAR) AS business_date, CAST(NULL AS VARCHAR) AS store_id
+        FROM {customers} h SEMI JOIN _events k
+          ON k.entity = 'customer' AND h.customer_id = k.customer_id
+        {newest.format("h.customer_id")}"""
 
 
 def require_all_landed(plan: DatePlan, landed: set[str]) -> None:

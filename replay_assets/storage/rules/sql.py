@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, Protocol, TypeVar
+
+if TYPE_CHECKING:
+    import polars as pl
 
 _IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 
@@ -14,6 +17,25 @@ _IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 class Sql(Protocol):
     def rows(self, statement: str, **params: Any) -> list[dict[str, Any]]:
         """A shared statement (DuckDB's dialect, ``$name`` parameters), its rows by column name."""
+        ...
+
+    def frame(self, statement: str, **params: Any) -> pl.DataFrame:
+        """A shared statement's rows as a polars frame (through Arrow, for many rows)."""
+        ...
+
+    def keep(self, name: str, statement: str, **params: Any) -> None:
+        """A shared statement's rows computed now and kept as the relation ``name`` that later
+        statements of this unit read (a temporary table): later writes do not change it."""
+        ...
+
+    def insert_from(self, table: str, statement: str, **params: Any) -> int:
+        """The rows of a shared statement appended to ``table``, columns by name (one left out
+        is null), computed by the engine without coming to this process; returns their number."""
+        ...
+
+    def delete(self, table: str, statement: str, *, on: Sequence[str], **params: Any) -> None:
+        """The rows of ``table`` whose ``on`` columns equal those of a row of a shared
+        statement removed."""
         ...
 
     def insert(self, table: str, rows: Sequence[Mapping[str, Any]]) -> None:

@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 
 from replay_assets.core.gate import CheckOutcome, failures
 from replay_assets.core.status import PartitionStatus
-from replay_assets.storage.apply import reading
+from replay_assets.storage.apply import latest, reading
 from replay_assets.storage.evidence.written_once import EvidenceWriting
 from replay_assets.storage.publish import recording as publish_recording
 from replay_assets.storage.publish import verdicts
@@ -24,7 +24,6 @@ from replay_assets.storage.rules.sql import on_sql
 from replay_assets.storage.rules.tables import RECON_COLUMNS
 from replay_assets.storage.spark.dialect import over_tables
 from replay_assets.storage.spark.frames import to_polars
-from replay_assets.storage.spark.stepbase import latest_holds_as_of
 from replay_assets.storage.spark.unit import On, SparkSql, UnitBase
 
 _QUEUE_KEY = ("business_date", "store_id", "load_date")
@@ -34,8 +33,7 @@ class SparkCandidateSteps(On):
     def certified_pointer(self) -> str | None:
         return reading.certified_pointer(self.sql)
 
-    def latest_holds_as_of(self, day: str) -> bool:
-        return latest_holds_as_of(self.u, day)
+    latest_holds_as_of = on_sql(latest.holds_as_of)
 
     certified_load_dates = on_sql(reading.certified_load_dates)
 

@@ -14,10 +14,9 @@ from pyspark.sql import functions as F
 
 from replay_assets.core import retention
 from replay_assets.core.errors import ErrorCode, ReplayError
-from replay_assets.storage.apply import reading
+from replay_assets.storage.apply import latest, reading
 from replay_assets.storage.publish import procedure
 from replay_assets.storage.rules.evidence import BATCH_COSTS
-from replay_assets.storage.rules.latest import LATEST, differences
 from replay_assets.storage.rules.published import AS_OF, AS_OF_HISTORY, ENTITIES, RECONCILE_SQL, TABLES
 from replay_assets.storage.spark import schema
 from replay_assets.storage.spark.dialect import over_tables
@@ -113,8 +112,8 @@ class SparkReports(On):
 
     def reverify_state(self) -> procedure.Verdict:
         steps = StoredSums(self.u)
-        latest = _newest_publications(self.u, "current_orders")
-        latest = latest.filter(pl.col("partition_key") > reading.pruned_through(self.sql)).tail(_NEWEST)
+        newest = _newest_publications(self.u, "current_orders")
+        newest = newest.filter(pl.col("partition_key") > reading.pruned_through(self.sql)).tail(_NEWEST)
         columns = [c for c in schema.schemas()["snapshots"].names if c not in ("load_date", "row_count")]
 
         def stored(day: str) -> tuple[object, ...] | None:
@@ -126,11 +125,11 @@ class SparkReports(On):
             return steps.full_sums(day).content_sha256 if steps.stored_sums(day) is not None else ""
 
         return procedure.state_verdict(
-            latest,
+            newest,
             recomputed=recomputed,
             controls=lambda day: steps.recomputed_controls(day).as_tuple(),
             stored=stored,
-            differing=_latest_differences(self.u),
+            differing=latest.differences(self.sql),
             pointer=reading.certified_pointer(self.sql) or "",
         )
 
@@ -165,8 +164,3 @@ def export_frame(u: UnitBase, name: str) -> DataFrame:
 def _newest_publications(u: UnitBase, asset: str) -> pl.DataFrame:
     columns = ("partition_key", "version", "as_of_load_date", "content_sha256")
     return to_polars(newest_publications(u, asset).select(*columns).orderBy("partition_key"))
-
-
-def _latest_differences(u: UnitBase) -> int:
-    """Rows by which the latest tables differ from each key's newest history row."""
-    return sum(int(u.rows(u.sql(over_tables(differences(history))))[0]["n"]) for history in LATEST)

@@ -10,10 +10,9 @@ import datetime as dt
 
 from pyspark.sql import functions as F
 
-from replay_assets.storage.apply import reading
+from replay_assets.storage.apply import latest, reading
 from replay_assets.storage.journal import identities as journal_identities
 from replay_assets.storage.retention import reading as retention_reading
-from replay_assets.storage.rules.latest import DROPPED
 from replay_assets.storage.rules.retention import PRUNED_EVIDENCE
 from replay_assets.storage.rules.sql import on_sql
 from replay_assets.storage.rules.tables import HISTORY_KEYS, PER_DATE, PRUNED_THROUGH
@@ -62,7 +61,7 @@ class RetentionWriting(RetentionReading):
         removed["history_rows"] = history
         self.u.merge_frame("source_records", the_day, DELETE_DAY, matches=("load_date",))
         _prune_evidence(self.u, day)
-        _drop_changes(self.u, day)
+        latest.drop_changes(self.sql, day)
         row = {
             "load_date": day,
             "operation_id": operation_id,
@@ -73,19 +72,6 @@ class RetentionWriting(RetentionReading):
         self.u.append("pruned_load_dates", [row])
         self.u.merge("pointers", [{"name": PRUNED_THROUGH, "value": day}], on=("name",), update=("value",))
         return removed
-
-
-def _drop_changes(u: UnitBase, day: str) -> None:
-    """Pruning ``day``: its change-log rows go (``latest.drop_changes``)."""
-    logged = u.frame("latest_changes").where(F.col("load_date") <= F.lit(day))
-    newest = logged.agg(F.max("generation").alias("g")).collect()[0]["g"]
-    if newest is None:
-        return
-    dates = u.spark.createDataFrame(logged.select("load_date").distinct().toArrow())
-    u.merge_frame("latest_changes", dates, DELETE_DAY, matches=("load_date",))
-    dropped = u.rows(u.frame("pointers").where(F.col("name") == F.lit(DROPPED)))
-    value = max(int(dropped[0]["value"]) if dropped else 0, int(newest))
-    u.merge("pointers", [{"name": DROPPED, "value": str(value)}], on=("name",), update=("value",))
 
 
 def _prune_evidence(u: UnitBase, day: str) -> None:

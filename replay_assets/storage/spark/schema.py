@@ -10,6 +10,9 @@ import functools
 from collections.abc import Mapping
 
 import pyarrow as pa
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_type
 
 from replay_assets.storage.rules.schema import KEYS, TABLES, columns
 
@@ -36,3 +39,14 @@ def schemas() -> Mapping[str, pa.Schema]:
 def keys() -> Mapping[str, tuple[str, ...]]:
     """The primary key of every table that has one."""
     return KEYS
+
+
+def cast_to(table: str, rows: DataFrame) -> DataFrame:
+    """``rows`` as ``table``'s columns, by name, cast to its types; a missing one null."""
+    names = set(rows.columns)
+    return rows.select(
+        *[
+            (F.col(f.name) if f.name in names else F.lit(None)).cast(from_arrow_type(f.type)).alias(f.name)
+            for f in schemas()[table]
+        ]
+    )

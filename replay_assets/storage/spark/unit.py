@@ -20,7 +20,8 @@ from pyspark.sql import DataFrame
 from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.storage.spark import schema
 from replay_assets.storage.spark.dialect import over_tables
-from replay_assets.storage.spark.frames import local_frame
+from replay_assets.storage.spark.frames import local_frame, to_polars
+from replay_assets.storage.spark.schema import cast_to
 from replay_assets.storage.spark.tables import DeltaTables, Snapshot, Writer
 
 
@@ -189,7 +190,28 @@ class SparkSql:
         self.u = u
 
     def rows(self, statement: str, **params: Any) -> list[dict[str, Any]]:
-        return self.u.rows(self.u.sql(over_tables(statement), **params))
+        return self.u.rows(self._planned(statement, params))
+
+    def frame(self, statement: str, **params: Any) -> pl.DataFrame:
+        return to_polars(self._planned(statement, params))
+
+    def keep(self, name: str, statement: str, **params: Any) -> None:
+        self.u.kept(self._planned(statement, params)).createOrReplaceTempView(name)
+
+    def insert_from(self, table: str, statement: str, **params: Any) -> int:
+        return self.u.writing().appended(table, cast_to(table, self._planned(statement, params)))
+
+    def delete(self, table: str, statement: str, *, on: Sequence[str], **params: Any) -> None:
+        match = " AND ".join(f"t.{c} = s.{c}" for c in on)
+        self.u.merge_frame(
+            table,
+            self._planned(statement, params),
+            f"MERGE INTO {{target}} t USING {{source}} s ON {match} WHEN MATCHED THEN DELETE",
+            matches=on,
+        )
+
+    def _planned(self, statement: str, params: Mapping[str, Any]) -> DataFrame:
+        return self.u.sql(over_tables(statement), **params)
 
     def insert(self, table: str, rows: Sequence[Mapping[str, Any]]) -> None:
         self.u.append(table, rows)
