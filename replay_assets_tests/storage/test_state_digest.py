@@ -17,7 +17,7 @@ from replay_assets.storage.apply.certified import recomputed_controls
 from replay_assets.storage.apply.reading import StoredSums
 from replay_assets.storage.apply.recording import store_digest
 from replay_assets.storage.db.sql import DuckDBSql
-from replay_assets.storage.rules.digest import EMPTY
+from replay_assets.storage.rules.digest import EMPTY, controls_by_change
 from replay_assets_tests.helpers import drive
 from replay_assets_tests.storage.test_bad_input import D1, D2, deliver, event, make_pipeline
 from replay_assets_tests.storage.test_snapshot_scan import DAYS, customer_row, order_row, warehouse
@@ -41,19 +41,19 @@ def test_sums_and_controls_by_change_equal_the_whole_state_as_of_every_date(
         sums = before.plus(state_digest.change(con, day))
         assert sums == state_digest.full(con, day)
         assert before.plus(state_digest.change(con, day, from_latest=True)) == sums
-        assert state_digest.controls_by_change(con, day, base, from_latest=True) == (
+        assert controls_by_change(DuckDBSql(con), day, base, from_latest=True) == (
             (recomputed_controls(con, day),) * 2
         )
         if day == DAYS[0]:  # the first date's shortcut: no history before it
             assert state_digest.change(con, day, first=True) == sums
             assert (
-                state_digest.controls_by_change(con, day, base, first=True)
+                controls_by_change(DuckDBSql(con), day, base, first=True)
                 == (recomputed_controls(con, day),) * 2
             )
         before = sums
         store_digest(DuckDBSql(con), day, sums)
         assert StoredSums(DuckDBSql(con)).stored_sums(day) == sums
-        by_line, by_order = state_digest.controls_by_change(con, day, base)
+        by_line, by_order = controls_by_change(DuckDBSql(con), day, base)
         whole = recomputed_controls(con, day)
         assert by_line == whole and by_order == whole
         base = whole

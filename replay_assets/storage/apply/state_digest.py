@@ -25,17 +25,21 @@ import duckdb
 from replay_assets.core.aggregate import Controls
 from replay_assets.storage.apply.certified import recomputed_controls
 from replay_assets.storage.apply.reading import StoredSums
+from replay_assets.storage.apply.snapshot_scan import scan_snapshot
 from replay_assets.storage.db.sql import DuckDBSql
 from replay_assets.storage.db.warehouse import one
-from replay_assets.storage.rules import by_change
 from replay_assets.storage.rules.digest import (
     ENTITIES,
     LIMBS,
+    Hashing,
     StateDigest,
     Sums,
     base_of,
-    combine_by_change,
+    change_by,
+    full_by,
 )
+
+# ---------------------------------------------------------------- DuckDB's hashing
 
 
 def _hashes(columns: tuple[str, ...]) -> str:
@@ -49,73 +53,27 @@ def _sums_sql(columns: tuple[str, ...]) -> str:
     return f"SELECT count(*), {sums} FROM ({_hashes(columns)})"
 
 
-def _sums(con: duckdb.DuckDBPyConnection, rows_sql: str, columns: tuple[str, ...], day: str) -> Sums:
-    found = one(con, f"WITH rows AS ({rows_sql}) {_sums_sql(columns)}", {"day": day})
-    assert found is not None
-    return tuple(int(v) for v in found)
+def duckdb_hashing(con: duckdb.DuckDBPyConnection) -> Hashing:
+    """Each row's sha256 of its JSON rendering (``to_json`` of a struct of its columns), summed
+    limb by limb in HUGEINT, exactly."""
+
+    def sums(rows_sql: str, entity: str, day: str) -> Sums:
+        _table, columns, _key = ENTITIES[entity]
+        found = one(con, f"WITH rows AS ({rows_sql}) {_sums_sql(columns)}", {"day": day})
+        assert found is not None
+        return tuple(int(v) for v in found)
+
+    return sums
 
 
 def full(con: duckdb.DuckDBPyConnection, day: str) -> StateDigest:
-    """The sums over the whole state as of ``day`` (the audit, and a date certified before v7)."""
-    return StateDigest(
-        {
-            e: _sums(con, by_change.as_of(table, key, "load_date <= $day"), columns, day)
-            for e, (table, columns, key) in ENTITIES.items()
-        }
-    )
+    return full_by(duckdb_hashing(con), day)
 
 
 def change(
     con: duckdb.DuckDBPyConnection, day: str, first: bool = False, *, from_latest: bool = False
 ) -> StateDigest:
-    """What ``day`` changed: the sums of the rows it wrote minus those of the rows they replaced
-    (none when ``first``: no history before it)."""
-    written = StateDigest({e: _sums(con, by_change.written(t), c, day) for e, (t, c, _k) in ENTITIES.items()})
-    if first:
-        return written
-    replaced = StateDigest(
-        {e: _sums(con, by_change.replaced(t, k, from_latest), c, day) for e, (t, c, k) in ENTITIES.items()}
-    )
-    return written.plus(replaced, sign=-1)
-
-
-# ---------------------------------------------------------------- controls by change
-
-
-def _controls_of(con: duckdb.DuckDBPyConnection, rows_sql: str, day: str) -> tuple[int, ...]:
-    """Active lines, distinct orders with an active line, units, amount, cost, profit."""
-    found = one(con, by_change.controls(rows_sql), {"day": day})
-    assert found is not None
-    return tuple(int(v) for v in found)
-
-
-def controls_by_change(
-    con: duckdb.DuckDBPyConnection,
-    day: str,
-    base: Controls,
-    first: bool = False,
-    *,
-    from_latest: bool = False,
-) -> tuple[Controls, Controls]:
-    """The controls as of ``day`` from ``base`` (the previous applied date's), two ways: line by
-    line, and order by order (see the module docstring). Equal unless the bookkeeping is wrong.
-    ``first``: no history before ``day``, so nothing was replaced and no order had lines before.
-    ``from_latest``: the latest tables hold the state before ``day`` (read there, not history)."""
-    nothing: tuple[int, ...] = (0,) * 6
-    written = _controls_of(con, by_change.written("order_history"), day)
-    after: tuple[int, ...]
-    before: tuple[int, ...]
-    if first:
-        after, before = written, nothing
-    else:
-        after = _controls_of(con, by_change.lines_of_touched(after=True, from_latest=from_latest), day)
-        before = _controls_of(con, by_change.lines_of_touched(after=False, from_latest=from_latest), day)
-    replaced = (
-        nothing
-        if first
-        else _controls_of(con, by_change.replaced("order_history", ("order_id", "line_no"), from_latest), day)
-    )
-    return combine_by_change(base, written=written, replaced=replaced, after=after, before=before)
+    return change_by(duckdb_hashing(con), day, first, from_latest=from_latest)
 
 
 class _Reads(StoredSums):
@@ -133,3 +91,12 @@ class _Reads(StoredSums):
 def base(con: duckdb.DuckDBPyConnection, before: str | None) -> tuple[StateDigest, Controls]:
     """``base_of`` over the warehouse."""
     return base_of(before, _Reads(con))
+
+
+def recomputed_digest(con: duckdb.DuckDBPyConnection, day: str) -> str:
+    """The whole state's content hash as of ``day``, by the definition it was certified with: the
+    multiset sums (from v7 on; a date with stored sums) or the ordered stream hash of the dates
+    certified before."""
+    if StoredSums(DuckDBSql(con)).stored_sums(day) is not None:
+        return full(con, day).content_sha256
+    return scan_snapshot(con, day).digest

@@ -40,7 +40,16 @@ class DuckDBSql:
             f"DELETE FROM {identifiers(table)[0]} t USING ({statement}) s WHERE {match}", params or None
         )
 
-    def insert(self, table: str, rows: Sequence[Mapping[str, Any]]) -> None:
+    def insert(self, table: str, rows: Sequence[Mapping[str, Any]] | pl.DataFrame) -> None:
+        if isinstance(rows, pl.DataFrame):
+            if rows.height:
+                columns = ", ".join(identifiers(table, *rows.columns)[1:])
+                self.con.register("_rows", rows.to_arrow())
+                try:
+                    self.con.execute(f"INSERT INTO {table} ({columns}) SELECT {columns} FROM _rows")
+                finally:
+                    self.con.unregister("_rows")
+            return
         self._write(table, rows, "")
 
     def upsert(

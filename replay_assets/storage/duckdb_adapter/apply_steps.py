@@ -17,6 +17,7 @@ from replay_assets.storage.apply import (
 from replay_assets.storage.duckdb_adapter.binding import OnConnection, bound
 from replay_assets.storage.publish import certify
 from replay_assets.storage.publish import recording as publish_recording
+from replay_assets.storage.rules import digest
 from replay_assets.storage.rules.sql import on_sql
 
 
@@ -49,9 +50,9 @@ class DuckDBGateSteps(OnConnection):
     previous_date = on_sql(reading.previous_date)
     digest_base = bound(state_digest.base)
     digest_change = bound(state_digest.change)
-    controls_by_change = bound(state_digest.controls_by_change)
+    controls_by_change = on_sql(digest.controls_by_change)
     check_written = bound(snapshot_scan.check_written)
-    state_checks = bound(certify.state_checks)
+    state_checks = on_sql(certify.state_checks)
     certify_state = on_sql(publish_recording.certify_state)
     write_snapshot = on_sql(recording.write_snapshot)
     store_digest = on_sql(recording.store_digest)

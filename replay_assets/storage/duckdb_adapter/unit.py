@@ -9,12 +9,14 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
+from functools import partial
 from pathlib import Path
 
 import duckdb
 
 from replay_assets.core.plan import DatePlan
-from replay_assets.storage.apply import reading, recording, writes
+from replay_assets.storage.apply import reading, recording, state_digest, writes
+from replay_assets.storage.apply.certified import recomputed_controls
 from replay_assets.storage.apply.load_date import ApplyResult, apply_load_date
 from replay_assets.storage.db import segments
 from replay_assets.storage.db.connection_ports import DuckDBReading, DuckDBWriting
@@ -22,7 +24,7 @@ from replay_assets.storage.db.sql import DuckDBSql
 from replay_assets.storage.duckdb_adapter.apply_steps import DuckDBApplySteps
 from replay_assets.storage.duckdb_adapter.binding import OnConnection, bound
 from replay_assets.storage.duckdb_adapter.publish_steps import DuckDBPublishSteps
-from replay_assets.storage.evidence import batches
+from replay_assets.storage.evidence import batches, reports, written_once
 from replay_assets.storage.evidence.written_once import EvidenceReading, EvidenceWriting
 from replay_assets.storage.journal import identities
 from replay_assets.storage.journal.written_once import JournalReading, JournalWriting
@@ -80,7 +82,7 @@ class LandingReading(OnConnection):
 class LandingWriting(LandingReading):
     land_batch = bound(ingest.land_batch)
     record_relanding = bound(batches.record_relanding)
-    record_skip = bound(batches.record_skip)
+    record_skip = on_sql(written_once.record_skip)
 
 
 class ApplyReading(OnConnection):
@@ -122,7 +124,7 @@ class PublishReading(OnConnection):
 
 
 class PublishWriting(PublishReading):
-    record_failed_candidate = bound(certify.record_failed_candidate)
+    record_failed_candidate = on_sql(certify.record_failed_candidate)
 
     def refresh_published_copy(self, home: Path) -> list[str]:
         """Refused (REPLAY_COMMIT_UNKNOWN) while an operator holds an operation."""
@@ -148,12 +150,18 @@ class RetentionWriting(RetentionReading):
 
 
 class DuckDBReports(OnConnection):
-    status_report = bound(exports.status_report)
-    reconciliation_report = bound(exports.reconciliation_report)
+    status_report = on_sql(reports.status_report)
+    reconciliation_report = on_sql(reports.reconciliation_report)
     daily_totals = bound(exports.daily_totals)
     export_table = bound(exports.table)
-    reverify_state = bound(reverify.reverify_state)
-    reverify_aggregates = bound(reverify.reverify_aggregates)
+    reverify_aggregates = on_sql(reverify.reverify_aggregates)
+
+    def reverify_state(self) -> procedure.Verdict:
+        return reverify.reverify_state(
+            self.sql,
+            recomputed=partial(state_digest.recomputed_digest, self.con),
+            controls=partial(recomputed_controls, self.con),
+        )
 
 
 class DuckDBReader:

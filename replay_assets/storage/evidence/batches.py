@@ -1,6 +1,6 @@
-"""An operator's decisions on one batch, in the warehouse: a skip (``batch_resolutions``, the
-batch's reconciliation marked SKIPPED) and a relanding (``batch_relandings``, its landed rows
-removed). The facts those decisions are refused or allowed on are read by ``landing/reading.py``."""
+"""An operator's relanding of one batch, in the warehouse (``batch_relandings``, its landed rows
+removed; a skip is written once for both engines in ``written_once.py``). The facts those
+decisions are refused or allowed on are read by ``landing/reading.py``."""
 
 from __future__ import annotations
 
@@ -47,14 +47,3 @@ def record_relanding(
             segments.delete(con, table, "batch_id = $batch", {"batch": batch_id})
         else:
             con.execute(f"DELETE FROM {table} WHERE batch_id = ?", [batch_id])
-
-
-def record_skip(
-    con: duckdb.DuckDBPyConnection, batch_id: str, *, note: str, operator: str, now: dt.datetime
-) -> None:
-    con.execute(
-        """INSERT OR REPLACE INTO batch_resolutions (batch_id, action, note, operator, resolved_at)
-           VALUES (?, 'skip', ?, ?, ?)""",
-        [batch_id, note, operator, now],
-    )
-    con.execute("UPDATE reconciliation SET status = 'SKIPPED' WHERE batch_id = ?", [batch_id])

@@ -199,3 +199,11 @@ def upsert_statuses(sql: Sql, rows: list[dict[str, object]]) -> None:
         on=("asset", "partition_key"),
         keep=("last_good_version", "last_good_sha256"),
     )
+
+
+def record_skip(sql: Sql, batch_id: str, *, note: str, operator: str, now: dt.datetime) -> None:
+    """An operator's skip of a batch: its resolution, and its reconciliation marked SKIPPED."""
+    row = {"batch_id": batch_id, "action": "skip", "note": note, "operator": operator, "resolved_at": now}
+    sql.upsert("batch_resolutions", [row], on=("batch_id",))
+    counted = sql.rows("SELECT * FROM reconciliation WHERE batch_id = $batch", batch=batch_id)
+    sql.upsert("reconciliation", [{**r, "status": "SKIPPED"} for r in counted], on=("batch_id",))

@@ -7,7 +7,6 @@ import datetime as dt
 from collections.abc import Sequence
 from pathlib import Path
 
-import duckdb
 import polars as pl
 
 from replay_assets.core.aggregate import Controls
@@ -19,16 +18,14 @@ from replay_assets.core.state import Counts
 from replay_assets.core.status import PartitionStatus
 from replay_assets.storage.apply.reading import certified_load_dates
 from replay_assets.storage.apply.row_checks import Snapshot
-from replay_assets.storage.db.sql import DuckDBSql
-from replay_assets.storage.db.warehouse import query_frame
 from replay_assets.storage.evidence.written_once import EvidenceWriting
 from replay_assets.storage.publish import verdicts
 from replay_assets.storage.publish.verdicts import checks_json
-from replay_assets.storage.rules.tables import RECON_COLUMNS
+from replay_assets.storage.rules.sql import Sql
 
 
 def state_checks(
-    con: duckdb.DuckDBPyConnection,
+    sql: Sql,
     day: str,
     snapshot: Snapshot,
     counts: dict[str, Counts],
@@ -37,23 +34,14 @@ def state_checks(
 ) -> list[CheckOutcome]:
     """The gate of a load date's state snapshot (``verdicts.state_checks``), with the load
     dates certified so far read here."""
-    certified = certified_load_dates(DuckDBSql(con))
+    certified = certified_load_dates(sql)
     return verdicts.state_checks(
         day, snapshot, counts, first=first, recomputed=recomputed, certified=certified
     )
 
 
-def applied_reconciliation(con: duckdb.DuckDBPyConnection, as_of: str) -> pl.DataFrame:
-    return query_frame(
-        con,
-        f"""SELECT {", ".join(RECON_COLUMNS)} FROM reconciliation
-                                WHERE status = 'APPLIED' AND load_date <= ?""",
-        [as_of],
-    )
-
-
 def record_failed_candidate(
-    con: duckdb.DuckDBPyConnection,
+    sql: Sql,
     home: Path,
     asset: str,
     key: str,
@@ -68,25 +56,20 @@ def record_failed_candidate(
     while the last certified version stays visible."""
     path = verdicts.keep_candidate(home, asset=asset, key=key, digest=digest, rows=rows)
     reason = failures(outcomes)
-    con.execute(
-        "INSERT INTO candidates ("
-        "asset, partition_key, as_of_load_date, content_sha256, checks, reason, created_at, run_id, "
-        "rows_path, rows_bytes"
-        ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [
-            asset,
-            key,
-            as_of,
-            digest,
-            checks_json(outcomes),
-            reason,
-            now,
-            run_id,
-            str(path),
-            path.stat().st_size,
-        ],
-    )
-    EvidenceWriting(DuckDBSql(con)).set_status(
+    row = {
+        "asset": asset,
+        "partition_key": key,
+        "as_of_load_date": as_of,
+        "content_sha256": digest,
+        "checks": checks_json(outcomes),
+        "reason": reason,
+        "created_at": now,
+        "run_id": run_id,
+        "rows_path": str(path),
+        "rows_bytes": path.stat().st_size,
+    }
+    sql.insert("candidates", [row])
+    EvidenceWriting(sql).set_status(
         asset, keys=[key], status=PartitionStatus.FAILED_CANDIDATE, reason=reason, now=now
     )
     return path

@@ -13,8 +13,7 @@ from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.storage.apply.reading import pruned_through
 from replay_assets.storage.db.sql import DuckDBSql
 from replay_assets.storage.db.warehouse import query_frame
-from replay_assets.storage.evidence.costs import batch_costs
-from replay_assets.storage.rules.published import AS_OF, RECONCILE_SQL, TABLES
+from replay_assets.storage.rules.published import AS_OF, TABLES
 
 # Read from the published copy, a query a refresh's swap falls inside fails with DuckDB's
 # "No such file" (it listed the files of the generation before; ``published_state.py``); it
@@ -80,26 +79,6 @@ def _emit(text: str, output: str | None, stdout: TextIO) -> None:
     else:
         with open(output, "w", encoding="utf-8") as fh:
             fh.write(text)
-
-
-def status_report(con: duckdb.DuckDBPyConnection) -> dict[str, list[dict[str, object]]]:
-    """Partition status with the last good version, failed candidates and cost evidence."""
-    return {
-        "partitions": query_frame(con, TABLES["partition_status"]).to_dicts(),
-        "candidates": query_frame(
-            con,
-            """SELECT asset, partition_key, as_of_load_date, reason, rows_path,
-            rows_bytes, created_at FROM candidates ORDER BY created_at""",
-        ).to_dicts(),
-        "costs": query_frame(con, "SELECT * FROM costs ORDER BY recorded_at, step, partition_key").to_dicts(),
-        "batch_costs": batch_costs(con),
-    }
-
-
-def reconciliation_report(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
-    """Per load date: the reconciliation sums and whether they add up (source events = accepted
-    + rejected + skipped)."""
-    return query_frame(con, RECONCILE_SQL).to_dicts()
 
 
 def daily_totals(con: duckdb.DuckDBPyConnection, first: str, last: str) -> list[dict[str, Any]]:

@@ -4,12 +4,14 @@ of a row's sha256 that are summed), the sums, and how a load date's changes move
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from replay_assets.core.aggregate import Controls
 from replay_assets.core.events import canonical_json, sha256_text
+from replay_assets.storage.rules import by_change
+from replay_assets.storage.rules.sql import Sql
 from replay_assets.storage.rules.tables import CUSTOMER_COLUMNS, ORDER_COLUMNS
 
 # entity -> (history table, hashed columns, key)
@@ -99,3 +101,51 @@ def target_digest_of(state_digest: str, snapshot: Sequence[object] | None, publi
     """What applying a load date left in the target: the state, its snapshot record (its values
     but the load date, in column order) and its latest publication's content hash."""
     return sha256_text(canonical_json([state_digest, list(snapshot) if snapshot else None, publication]))
+
+
+# An engine's multiset hash of the rows a statement selects for a day: (statement, entity, day)
+# -> the row count and the sums of each row hash's limbs.
+Hashing = Callable[[str, str, str], Sums]
+
+
+def change_by(hashing: Hashing, day: str, first: bool = False, *, from_latest: bool = False) -> StateDigest:
+    """What ``day`` changed: the sums of the rows it wrote minus those of the rows they replaced
+    (none when ``first``: no history before it)."""
+    written = StateDigest({e: hashing(by_change.written(t), e, day) for e, (t, _c, _k) in ENTITIES.items()})
+    if first:
+        return written
+    replaced = StateDigest(
+        {e: hashing(by_change.replaced(t, k, from_latest), e, day) for e, (t, _c, k) in ENTITIES.items()}
+    )
+    return written.plus(replaced, sign=-1)
+
+
+def full_by(hashing: Hashing, day: str) -> StateDigest:
+    """The sums over the whole state as of ``day`` (the audit, and a date certified before v7)."""
+    return StateDigest(
+        {e: hashing(by_change.as_of(t, k, "load_date <= $day"), e, day) for e, (t, _c, k) in ENTITIES.items()}
+    )
+
+
+def _controls_of(sql: Sql, rows_sql: str, day: str) -> tuple[int, ...]:
+    """Active lines, distinct orders with an active line, units, amount, cost, profit."""
+    found = sql.rows(by_change.controls(rows_sql), day=day)
+    return tuple(int(v) for v in found[0].values())
+
+
+def controls_by_change(
+    sql: Sql, day: str, base: Controls, first: bool = False, *, from_latest: bool = False
+) -> tuple[Controls, Controls]:
+    """The controls as of ``day`` from ``base`` (the previous applied date's), two ways: line by
+    line, and order by order (see the module docstring). Equal unless the bookkeeping is wrong.
+    ``first``: no history before ``day``, so nothing was replaced and no order had lines before.
+    ``from_latest``: the latest tables hold the state before ``day`` (read there, not history)."""
+    nothing: tuple[int, ...] = (0,) * 6
+    written = _controls_of(sql, by_change.written("order_history"), day)
+    if first:
+        return combine_by_change(base, written=written, replaced=nothing, after=written, before=nothing)
+    after = _controls_of(sql, by_change.lines_of_touched(after=True, from_latest=from_latest), day)
+    before = _controls_of(sql, by_change.lines_of_touched(after=False, from_latest=from_latest), day)
+    key = ("order_id", "line_no")
+    replaced = _controls_of(sql, by_change.replaced("order_history", key, from_latest), day)
+    return combine_by_change(base, written=written, replaced=replaced, after=after, before=before)

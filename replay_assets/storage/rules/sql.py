@@ -38,8 +38,9 @@ class Sql(Protocol):
         statement removed."""
         ...
 
-    def insert(self, table: str, rows: Sequence[Mapping[str, Any]]) -> None:
-        """``rows`` appended to ``table``, columns by name (a column left out takes its default)."""
+    def insert(self, table: str, rows: Sequence[Mapping[str, Any]] | pl.DataFrame) -> None:
+        """``rows`` appended to ``table``, columns by name (a column left out takes its default);
+        a frame's rows through Arrow, never one by one."""
         ...
 
     def upsert(

@@ -9,7 +9,7 @@ DuckDB's ``to_json`` does, nulls included, which Sail's ``to_json`` drops)."""
 from __future__ import annotations
 
 import pickle
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from functools import partial
 
 import pyarrow as pa
@@ -18,19 +18,19 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from replay_assets.core.aggregate import Controls
-from replay_assets.core.gate import CheckOutcome
-from replay_assets.core.state import Counts
 from replay_assets.storage.apply import reading, recording
-from replay_assets.storage.apply.row_checks import RowChecks, Snapshot, check_rows
+from replay_assets.storage.apply.row_checks import RowChecks, check_rows
+from replay_assets.storage.publish import certify
 from replay_assets.storage.publish import recording as publish_recording
-from replay_assets.storage.publish import verdicts
 from replay_assets.storage.rules import by_change
 from replay_assets.storage.rules.digest import (
     ENTITIES,
     LIMBS,
     StateDigest,
     base_of,
-    combine_by_change,
+    change_by,
+    controls_by_change,
+    full_by,
 )
 from replay_assets.storage.rules.sql import on_sql
 from replay_assets.storage.spark import row_checks_task, schema
@@ -46,45 +46,18 @@ class SparkGateSteps(On):
         return base_of(before, StoredSums(self.u))
 
     def digest_change(self, day: str, first: bool = False, *, from_latest: bool = False) -> StateDigest:
-        def sums(rows: Callable[[str, tuple[str, ...]], str]) -> StateDigest:
-            return StateDigest(
-                {e: _sums(_rows(self.u, rows(t, k), day), e) for e, (t, _c, k) in ENTITIES.items()}
-            )
+        return change_by(partial(_sums, self.u), day, first, from_latest=from_latest)
 
-        written = sums(lambda table, _key: by_change.written(table))
-        if first:
-            return written
-        return written.plus(sums(lambda table, key: by_change.replaced(table, key, from_latest)), sign=-1)
-
-    def controls_by_change(
-        self, day: str, base: Controls, first: bool = False, *, from_latest: bool = False
-    ) -> tuple[Controls, Controls]:
-        def of(rows_sql: str) -> tuple[int, ...]:
-            return _controls_of(self.u, rows_sql, day)
-
-        nothing: tuple[int, ...] = (0,) * 6
-        written = of(by_change.written("order_history"))
-        if first:
-            after, before, replaced = written, nothing, nothing
-        else:
-            after = of(by_change.lines_of_touched(after=True, from_latest=from_latest))
-            before = of(by_change.lines_of_touched(after=False, from_latest=from_latest))
-            replaced = of(by_change.replaced("order_history", ("order_id", "line_no"), from_latest))
-        return combine_by_change(base, written=written, replaced=replaced, after=after, before=before)
+    controls_by_change = on_sql(controls_by_change)
 
     def check_written(self, day: str) -> RowChecks:
         """The row-level gate over the rows ``day`` wrote, run by the engine (``engine_row_checks``)."""
-        written = {e: _rows(self.u, by_change.written(t), day) for e, (t, _c, _k) in ENTITIES.items()}
+        written = {
+            e: self.u.sql(over_tables(by_change.written(t)), day=day) for e, (t, _c, _k) in ENTITIES.items()
+        }
         return engine_row_checks(written)
 
-    def state_checks(
-        self, day: str, snapshot: Snapshot, counts: dict[str, Counts], first: str, recomputed: Controls
-    ) -> Sequence[CheckOutcome]:
-        certified = reading.certified_load_dates(self.sql)
-        return verdicts.state_checks(
-            day, snapshot, counts, first=first, recomputed=recomputed, certified=certified
-        )
-
+    state_checks = on_sql(certify.state_checks)
     certify_state = on_sql(publish_recording.certify_state)
     write_snapshot = on_sql(recording.write_snapshot)
     store_digest = on_sql(recording.store_digest)
@@ -98,28 +71,23 @@ class StoredSums(reading.StoredSums):
         self.u = u
 
     def full_sums(self, day: str) -> StateDigest:
-        as_of = {e: by_change.as_of(t, k, "load_date <= $day") for e, (t, _c, k) in ENTITIES.items()}
-        return StateDigest({e: _sums(_rows(self.u, as_of[e], day), e) for e in ENTITIES})
+        return full_by(partial(_sums, self.u), day)
 
     def recomputed_controls(self, day: str) -> Controls:
-        key = ENTITIES["orders"][2]
-        return Controls(
-            *_controls_of(self.u, by_change.as_of("order_history", key, "load_date <= $day"), day)
-        )
+        as_of = by_change.as_of("order_history", ENTITIES["orders"][2], "load_date <= $day")
+        found = SparkSql(self.u).rows(by_change.controls(as_of), day=day)[0]
+        return Controls(*(int(v) for v in found.values()))
 
 
 # ---------------------------------------------------------------------- row sets and their sums
 
 
-def _rows(u: UnitBase, rows_sql: str, day: str) -> DataFrame:
-    """The rows a shared statement of ``rules/by_change.py`` selects for ``day``."""
-    return u.sql(over_tables(rows_sql), day=day)
-
-
-def _sums(rows: DataFrame, entity: str) -> tuple[int, ...]:
+def _sums(u: UnitBase, rows_sql: str, entity: str, day: str) -> tuple[int, ...]:
     """Row count and the exact sum of each 64-bit limb of each row's sha256 (DuckDB's
-    ``to_json`` of the hashed columns, nulls as ``null``)."""
+    ``to_json`` of the hashed columns, nulls as ``null``) over the rows a shared statement of
+    ``rules/by_change.py`` selects for ``day``."""
     table, columns, _key = ENTITIES[entity]
+    rows = u.sql(over_tables(rows_sql), day=day)
     hashed = rows.select(F.sha2(_json(columns, schema.schemas()[table]), 256).alias("h"))
     limbs = [_limb(i).alias(f"l{i}") for i in range(LIMBS)]
     totals = hashed.select(limbs).agg(
@@ -127,12 +95,6 @@ def _sums(rows: DataFrame, entity: str) -> tuple[int, ...]:
     )
     found = totals.collect()[0]
     return (int(found["n"]), *(int(found[f"l{i}"] or 0) for i in range(LIMBS)))
-
-
-def _controls_of(u: UnitBase, rows_sql: str, day: str) -> tuple[int, ...]:
-    """The shared controls (``by_change.CONTROLS``) of the rows ``rows_sql`` selects."""
-    found = u.rows(u.sql(over_tables(by_change.controls(rows_sql)), day=day))[0]
-    return tuple(int(v) for v in found.values())
 
 
 def _json(columns: Sequence[str], types: pa.Schema | None = None) -> Column:

@@ -27,6 +27,7 @@ from pyspark.sql.pandas.types import from_arrow_type
 from replay_assets.core.events import ValidationContext
 from replay_assets.core.manifest import Manifest
 from replay_assets.core.receipts import LandedCounts
+from replay_assets.storage.evidence import written_once
 from replay_assets.storage.landing import reading as landing_reading
 from replay_assets.storage.landing import rows
 from replay_assets.storage.landing.area import DeliveryFile, DeliveryMismatch
@@ -156,19 +157,7 @@ class LandingWriting(LandingReading):
         for table in LANDED_TABLES:
             self.u.merge_frame(table, batch, delete, matches=("batch_id",))
 
-    def record_skip(self, batch_id: str, *, note: str, operator: str, now: dt.datetime) -> None:
-        row = {"batch_id": batch_id, "action": "skip", "note": note, "operator": operator, "resolved_at": now}
-        self.u.merge(
-            "batch_resolutions", [row], on=("batch_id",), update=("action", "note", "operator", "resolved_at")
-        )
-        batch = self.u.spark.createDataFrame([(batch_id, "SKIPPED")], "batch_id string, status string")
-        self.u.merge_frame(
-            "reconciliation",
-            batch,
-            "MERGE INTO {target} t USING {source} s ON t.batch_id = s.batch_id "
-            "WHEN MATCHED THEN UPDATE SET status = s.status",
-            matches=("batch_id",),
-        )
+    record_skip = on_sql(written_once.record_skip)
 
 
 def _columns(table: str, frame: DataFrame, constants: dict[str, object]) -> DataFrame:

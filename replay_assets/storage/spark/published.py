@@ -12,21 +12,17 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Sequence
 from pathlib import Path
 
-import polars as pl
-
-from replay_assets.core.gate import CheckOutcome
 from replay_assets.storage.apply import reading
 from replay_assets.storage.home.home_files import read_own_file, write_own_file
 from replay_assets.storage.journal import identities as journal_identities
 from replay_assets.storage.journal.written_once import JournalReading
-from replay_assets.storage.publish import procedure
+from replay_assets.storage.publish import certify, procedure
 from replay_assets.storage.publish import recording as publish_recording
 from replay_assets.storage.rules.published import PUBLISHED
 from replay_assets.storage.rules.sql import on_sql
-from replay_assets.storage.spark.publish import SparkPublicationWrites, SparkPublishSteps
+from replay_assets.storage.spark.publish import SparkPublishSteps
 from replay_assets.storage.spark.reports import export_frame
 from replay_assets.storage.spark.unit import On, SparkSql
 
@@ -55,30 +51,7 @@ class PublishReading(On):
 
 
 class PublishWriting(PublishReading):
-    def record_failed_candidate(
-        self,
-        home: Path,
-        *,
-        asset: str,
-        key: str,
-        as_of: str,
-        digest: str,
-        outcomes: Sequence[CheckOutcome],
-        rows: pl.DataFrame,
-        run_id: str | None,
-        now: dt.datetime,
-    ) -> Path:
-        return SparkPublicationWrites(self.u).record_failed_candidate(
-            home,
-            asset=asset,
-            key=key,
-            as_of=as_of,
-            digest=digest,
-            outcomes=outcomes,
-            rows=rows,
-            run_id=run_id,
-            now=now,
-        )
+    record_failed_candidate = on_sql(certify.record_failed_candidate)
 
     def publish_aggregates(
         self, home: Path, *, dates: list[str], run_id: str | None, now: dt.datetime

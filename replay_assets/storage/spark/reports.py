@@ -14,19 +14,14 @@ from pyspark.sql import functions as F
 
 from replay_assets.core import retention
 from replay_assets.core.errors import ErrorCode, ReplayError
-from replay_assets.storage.apply import latest, reading
-from replay_assets.storage.publish import procedure
-from replay_assets.storage.rules.evidence import BATCH_COSTS
-from replay_assets.storage.rules.published import AS_OF, AS_OF_HISTORY, ENTITIES, RECONCILE_SQL, TABLES
-from replay_assets.storage.spark import schema
-from replay_assets.storage.spark.dialect import over_tables
-from replay_assets.storage.spark.facts import newest_publications
+from replay_assets.storage.apply import reading
+from replay_assets.storage.evidence import reports
+from replay_assets.storage.publish import procedure, reverify
+from replay_assets.storage.rules.published import AS_OF, AS_OF_HISTORY, ENTITIES, TABLES
+from replay_assets.storage.rules.sql import on_sql
 from replay_assets.storage.spark.frames import newest_per_key, to_polars
 from replay_assets.storage.spark.gate import StoredSums
-from replay_assets.storage.spark.publish import SparkCandidateSteps
 from replay_assets.storage.spark.unit import On, SparkSql, UnitBase
-
-_NEWEST = 7  # certified load dates ``reverify_state`` recomputes (as on DuckDB)
 
 
 def _names(listed: str) -> tuple[str, ...]:
@@ -58,20 +53,8 @@ _AGGREGATES = (
 
 
 class SparkReports(On):
-    def status_report(self) -> dict[str, list[dict[str, object]]]:
-        """Partition status with the last good version, failed candidates and cost evidence."""
-        candidates = self.u.frame("candidates").select(
-            ["asset", "partition_key", "as_of_load_date", "reason", "rows_path", "rows_bytes", "created_at"]
-        )
-        return {
-            "partitions": self.u.rows(self.u.frame("partition_status").orderBy("asset", "partition_key")),
-            "candidates": self.u.rows(candidates.orderBy("created_at")),
-            "costs": self.u.rows(self.u.frame("costs").orderBy("recorded_at", "step", "partition_key")),
-            "batch_costs": self.u.rows(self.u.sql(over_tables(BATCH_COSTS))),
-        }
-
-    def reconciliation_report(self) -> list[dict[str, Any]]:
-        return self.u.rows(self.u.sql(over_tables(RECONCILE_SQL)))
+    status_report = on_sql(reports.status_report)
+    reconciliation_report = on_sql(reports.reconciliation_report)
 
     def daily_totals(self, first: str, last: str) -> list[dict[str, Any]]:
         """Certified totals per business date over all stores."""
@@ -97,41 +80,16 @@ class SparkReports(On):
             raise ReplayError(ErrorCode.USAGE, f"unknown table {name}")
         return to_polars(export_frame(self.u, name))
 
-    def reverify_aggregates(self) -> procedure.Verdict:
-        steps = SparkCandidateSteps(self.u)
-        pending = self.u.frame("restatement_queue").where(F.col("released_at").isNull())
-        return procedure.aggregates_verdict(
-            _newest_publications(self.u, "daily_aggregates"),
-            horizon=reading.pruned_through(self.sql),
-            current=reading.certified_pointer(self.sql) or "",
-            pending={
-                str(r["business_date"]) for r in self.u.rows(pending.select("business_date").distinct())
-            },
-            aggregates=lambda as_of, dates: steps.candidate_aggregates(dates, as_of=as_of, from_latest=False),
-        )
+    reverify_aggregates = on_sql(reverify.reverify_aggregates)
 
     def reverify_state(self) -> procedure.Verdict:
         steps = StoredSums(self.u)
-        newest = _newest_publications(self.u, "current_orders")
-        newest = newest.filter(pl.col("partition_key") > reading.pruned_through(self.sql)).tail(_NEWEST)
-        columns = [c for c in schema.schemas()["snapshots"].names if c not in ("load_date", "row_count")]
-
-        def stored(day: str) -> tuple[object, ...] | None:
-            found = self.u.rows(self.u.frame("snapshots").where(F.col("load_date") == F.lit(day)))
-            return tuple(found[0][c] for c in columns) if found else None
 
         def recomputed(day: str) -> str:
             # every date this engine certified stored its sums (``store_digest``)
             return steps.full_sums(day).content_sha256 if steps.stored_sums(day) is not None else ""
 
-        return procedure.state_verdict(
-            newest,
-            recomputed=recomputed,
-            controls=lambda day: steps.recomputed_controls(day).as_tuple(),
-            stored=stored,
-            differing=latest.differences(self.sql),
-            pointer=reading.certified_pointer(self.sql) or "",
-        )
+        return reverify.reverify_state(self.sql, recomputed=recomputed, controls=steps.recomputed_controls)
 
 
 def consumer_frame(u: UnitBase, name: str, as_of: str | None = None) -> DataFrame:
@@ -159,8 +117,3 @@ def export_frame(u: UnitBase, name: str) -> DataFrame:
         return consumer_frame(u, name).orderBy("business_date", "store_id")
     order, left_out = _EXPORTS[name]
     return u.frame(name).drop(*left_out).orderBy(*order)
-
-
-def _newest_publications(u: UnitBase, asset: str) -> pl.DataFrame:
-    columns = ("partition_key", "version", "as_of_load_date", "content_sha256")
-    return to_polars(newest_publications(u, asset).select(*columns).orderBy("partition_key"))

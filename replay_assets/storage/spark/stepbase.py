@@ -1,13 +1,11 @@
-"""What the Spark adapter's apply and publish steps share (``apply.py``, ``latest.py``,
-``gate.py``, ``publish.py``): whether the latest tables hold a state, views kept as they are
-now, and appends the engine computes."""
+"""What the Spark adapter's steps share: views kept as they are now, local frames as views, and
+the ``MERGE`` that removes a load date's rows."""
 
 from __future__ import annotations
 
 import polars as pl
 from pyspark.sql import DataFrame
 
-from replay_assets.storage.spark.schema import cast_to
 from replay_assets.storage.spark.unit import UnitBase
 
 # removes a table's rows of the source's load date (Sail 0.7 refuses DELETE with a subquery)
@@ -24,10 +22,3 @@ def keep(u: UnitBase, view: str, frame: DataFrame) -> None:
 def local_view(u: UnitBase, view: str, frame: pl.DataFrame) -> None:
     """A polars frame as the local Spark frame ``view`` (through Arrow, its schema passed along)."""
     u.local(frame.to_arrow()).createOrReplaceTempView(view)
-
-
-def append_from_engine(u: UnitBase, table: str, rows: DataFrame) -> int:
-    """Append the engine's ``rows`` to ``table`` as one commit, none for no row: the rows never
-    come to this process, and the engine computes them once (their number comes from the
-    commit's log entry). Returns it."""
-    return u.writing().appended(table, cast_to(table, rows))

@@ -213,8 +213,11 @@ class SparkSql:
     def _planned(self, statement: str, params: Mapping[str, Any]) -> DataFrame:
         return self.u.sql(over_tables(statement), **params)
 
-    def insert(self, table: str, rows: Sequence[Mapping[str, Any]]) -> None:
-        self.u.append(table, rows)
+    def insert(self, table: str, rows: Sequence[Mapping[str, Any]] | pl.DataFrame) -> None:
+        if isinstance(rows, pl.DataFrame):
+            self.u.append_frames(table, [rows])
+        else:
+            self.u.append(table, rows)
 
     def upsert(
         self, table: str, rows: Sequence[Mapping[str, Any]], *, on: Sequence[str], keep: Sequence[str] = ()
