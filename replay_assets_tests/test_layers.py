@@ -98,6 +98,7 @@ STORAGE_ROOMS = (
     "retention",
     "storage",  # the ports: records, units, the store
     "journal",  # the executor and recovery over the ports
+    "capabilities",  # each capability's operations written once, which both adapters inherit
     "duckdb_adapter",
     "spark",
 )

@@ -10,6 +10,7 @@ from typing import Concatenate, ParamSpec, Protocol, TypeVar
 import duckdb
 
 from replay_assets.storage.db.sql import DuckDBSql
+from replay_assets.storage.rules.sql import Sql
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -39,4 +40,4 @@ class OnConnection:
 
     def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
         self.con = con
-        self.sql = DuckDBSql(con)
+        self.sql: Sql = DuckDBSql(con)

@@ -15,26 +15,22 @@ from pathlib import Path
 import duckdb
 
 from replay_assets.core.plan import DatePlan
-from replay_assets.storage.apply import reading, recording, state_digest, writes
+from replay_assets.storage.apply import state_digest
 from replay_assets.storage.apply.certified import recomputed_controls
 from replay_assets.storage.apply.load_date import ApplyResult, apply_load_date
+from replay_assets.storage.capabilities import shared
 from replay_assets.storage.db import segments
 from replay_assets.storage.db.connection_ports import DuckDBReading, DuckDBWriting
 from replay_assets.storage.db.sql import DuckDBSql
 from replay_assets.storage.duckdb_adapter.apply_steps import DuckDBApplySteps
 from replay_assets.storage.duckdb_adapter.binding import OnConnection, bound
 from replay_assets.storage.duckdb_adapter.publish_steps import DuckDBPublishSteps
-from replay_assets.storage.evidence import batches, reports, written_once
+from replay_assets.storage.evidence import batches
 from replay_assets.storage.evidence.written_once import EvidenceReading, EvidenceWriting
-from replay_assets.storage.journal import identities
 from replay_assets.storage.journal.written_once import JournalReading, JournalWriting
 from replay_assets.storage.landing import counts, ingest
-from replay_assets.storage.landing import reading as landing_reading
-from replay_assets.storage.publish import certify, exports, procedure, published_copy, reverify
-from replay_assets.storage.publish import recording as publish_recording
+from replay_assets.storage.publish import exports, procedure, published_copy, reverify
 from replay_assets.storage.retention import prune
-from replay_assets.storage.retention import reading as retention_reading
-from replay_assets.storage.rules.sql import on_sql
 from replay_assets.storage.unit import WarehouseReader, WarehouseWriter
 
 
@@ -71,33 +67,21 @@ class DuckDBStore:
         return self.writer.released()
 
 
-class LandingReading(OnConnection):
-    landed_batch = on_sql(landing_reading.landed_batch)
-    schema_gated = on_sql(landing_reading.schema_gated)
-    violated_on = on_sql(landing_reading.violated_on)
+class LandingReading(OnConnection, shared.LandingReads):
     check_segments = bound(segments.check)
     landed_counts = bound(counts.landed_counts)
 
 
-class LandingWriting(LandingReading):
+class LandingWriting(LandingReading, shared.LandingRecords):
     land_batch = bound(ingest.land_batch)
     record_relanding = bound(batches.record_relanding)
-    record_skip = on_sql(written_once.record_skip)
 
 
-class ApplyReading(OnConnection):
-    warehouse_facts = on_sql(reading.warehouse_facts)
-    require_landed = on_sql(reading.require_landed)
-    apply_operation = on_sql(identities.apply_operation)
-    target_digest = on_sql(reading.target_digest)
+class ApplyReading(OnConnection, shared.ApplyReads):
+    pass
 
 
-class ApplyWriting(ApplyReading):
-    record_attempt = on_sql(recording.record_attempt)
-    undo_load_date = on_sql(writes.undo_load_date)
-    certify_state = on_sql(publish_recording.certify_state)
-    write_snapshot = on_sql(recording.write_snapshot)
-
+class ApplyWriting(ApplyReading, shared.ApplyRecords):
     def apply_load_date(
         self,
         plan: DatePlan,
@@ -114,17 +98,12 @@ class ApplyWriting(ApplyReading):
         )
 
 
-class PublishReading(OnConnection):
-    certified_pointer = on_sql(reading.certified_pointer)
-    published_partitions = on_sql(reading.published_partitions)
-    newest_versions = on_sql(reading.newest_versions)
-    pending_groups = on_sql(publish_recording.pending_groups)
-    publish_operation = on_sql(identities.publish_operation)
-    publications_digest = on_sql(identities.publications_digest)
+class PublishReading(OnConnection, shared.PublishReads):
+    pass
 
 
 class PublishWriting(PublishReading):
-    record_failed_candidate = on_sql(certify.record_failed_candidate)
+    record_failed_candidate = shared.PublicationWrites.record_failed_candidate
 
     def refresh_published_copy(self, home: Path) -> list[str]:
         """Refused (REPLAY_COMMIT_UNKNOWN) while an operator holds an operation."""
@@ -138,23 +117,17 @@ class PublishWriting(PublishReading):
         return procedure.publish_aggregates(steps, home, dates=dates, run_id=run_id, now=now)
 
 
-class RetentionReading(OnConnection):
-    pruned_through = on_sql(reading.pruned_through)
-    applied_dates = on_sql(reading.applied_dates)
-    pruned_digest = on_sql(retention_reading.pruned_digest)
-    prune_operation = on_sql(identities.prune_operation)
+class RetentionReading(OnConnection, shared.RetentionReads):
+    pass
 
 
 class RetentionWriting(RetentionReading):
     prune_load_date = bound(prune.prune_load_date)
 
 
-class DuckDBReports(OnConnection):
-    status_report = on_sql(reports.status_report)
-    reconciliation_report = on_sql(reports.reconciliation_report)
+class DuckDBReports(OnConnection, shared.ReportReads):
     daily_totals = bound(exports.daily_totals)
     export_table = bound(exports.table)
-    reverify_aggregates = on_sql(reverify.reverify_aggregates)
 
     def reverify_state(self) -> procedure.Verdict:
         return reverify.reverify_state(

@@ -5,7 +5,7 @@ notes. ``detail`` and ``reason`` are codes and fixed texts, never a row value.""
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 from replay_assets.core.config import SloPolicy
 from replay_assets.core.manifest import parse_instant
@@ -19,6 +19,7 @@ from replay_assets.storage.rules.evidence import (
     status_values,
 )
 from replay_assets.storage.rules.sql import Sql
+from replay_assets.storage.rules.tables import LANDED_TABLES
 
 STARTED, FAILED, SUCCEEDED = "STARTED", "FAILED", "SUCCEEDED"
 
@@ -207,3 +208,35 @@ def record_skip(sql: Sql, batch_id: str, *, note: str, operator: str, now: dt.da
     sql.upsert("batch_resolutions", [row], on=("batch_id",))
     counted = sql.rows("SELECT * FROM reconciliation WHERE batch_id = $batch", batch=batch_id)
     sql.upsert("reconciliation", [{**r, "status": "SKIPPED"} for r in counted], on=("batch_id",))
+
+
+def record_relanding(
+    sql: Sql,
+    batch_id: str,
+    load_date: str,
+    manifest_sha256: str,
+    *,
+    violations: int,
+    note: str,
+    operator: str,
+    now: dt.datetime,
+    apart: Collection[str] = (),
+) -> None:
+    """Record the relanding (with the schema-gate ``violations`` and the rejections it undoes),
+    then remove the batch's landed rows so the next run lands the same files again; the tables
+    of ``apart`` are left to the caller, which removes their rows its own way."""
+    rejected = sql.rows("SELECT count(*) AS n FROM rejected_events WHERE batch_id = $batch", batch=batch_id)
+    row = {
+        "batch_id": batch_id,
+        "load_date": load_date,
+        "manifest_sha256": manifest_sha256,
+        "violations": violations,
+        "rejected": int(rejected[0]["n"]) if rejected else 0,
+        "note": note,
+        "operator": operator,
+        "relanded_at": now,
+    }
+    sql.insert("batch_relandings", [row])
+    for table in LANDED_TABLES:
+        if table not in apart:
+            sql.delete(table, "SELECT $batch AS batch_id", on=("batch_id",), batch=batch_id)

@@ -14,29 +14,23 @@ import polars as pl
 
 from replay_assets.core.fold import Outcome
 from replay_assets.core.plan import DatePlan
-from replay_assets.storage.apply import latest, reading, recording, writes
+from replay_assets.storage.apply import latest
 from replay_assets.storage.apply.load_date import ApplyResult, apply_load_date
-from replay_assets.storage.publish import recording as publish_recording
+from replay_assets.storage.capabilities import shared
 from replay_assets.storage.rules.apply import REGISTRY_ROWS, committed_rows
-from replay_assets.storage.rules.sql import on_sql
-from replay_assets.storage.spark.facts import ApplyReading
 from replay_assets.storage.spark.fold import fold
 from replay_assets.storage.spark.gate import SparkGateSteps
 from replay_assets.storage.spark.stepbase import (
     keep,
     local_view,
 )
-from replay_assets.storage.spark.unit import On, UnitBase
+from replay_assets.storage.spark.unit import On, SparkSql, UnitBase
 
 VIOLATION = Outcome.VIOLATION.value
 _STAGED = ("_batches", "_events", "_committed", "_registry", "_folded", "_groups")
 
 
-class SparkFoldSteps(On):
-    applied_identity = on_sql(reading.applied_identity)
-    newest_applied = on_sql(reading.newest_applied)
-    record_applied = on_sql(recording.record_applied)
-
+class SparkFoldSteps(On, shared.FoldRecords):
     def stage_fold(self, batches: list[str], load_date: str) -> None:
         """``_events`` (numbered in application order: batch order, file, line), ``_committed``,
         ``_registry``, then ``_folded``: the DuckDB adapter's ``stage.py`` on this engine."""
@@ -69,40 +63,21 @@ class SparkFoldSteps(On):
             if view.name in staged and view.isTemporary:
                 self.spark.catalog.dropTempView(view.name)
 
-    batch_counts = on_sql(writes.batch_counts)
-    violations = on_sql(writes.violations)
-    record_blocked = on_sql(writes.record_blocked)
-    same_history = on_sql(writes.same_history)
-
-    undo_load_date = on_sql(writes.undo_load_date)
-
-
-class SparkStateWrites(On):
-    affected_groups = on_sql(writes.affected_groups)
-    write_history = on_sql(writes.write_history)
-    register_events = on_sql(writes.register_events)
-    queue_groups = on_sql(writes.queue_groups)
-    advance_watermarks = on_sql(writes.advance_watermarks)
-    write_reconciliation = on_sql(recording.write_reconciliation)
-
-    candidate_rows = on_sql(writes.candidate_rows)
-
-    advance_latest = on_sql(latest.advance)
-    latest_holds_before = on_sql(latest.holds_before)
-
 
 class SparkApplySteps:
     """Every step of applying a load date on Delta (``storage/apply/steps.py``), by stage."""
 
     def __init__(self, u: UnitBase) -> None:
         self.fold = SparkFoldSteps(u)
-        self.writes = SparkStateWrites(u)
+        self.writes = shared.StateWrites(SparkSql(u))
         self.gate = SparkGateSteps(u)
 
 
-class ApplyWriting(ApplyReading):
-    record_attempt = on_sql(recording.record_attempt)
+class ApplyReading(On, shared.ApplyReads):
+    pass
 
+
+class ApplyWriting(ApplyReading, shared.ApplyRecords):
     def apply_load_date(
         self,
         plan: DatePlan,
@@ -117,8 +92,3 @@ class ApplyWriting(ApplyReading):
         return apply_load_date(
             steps, plan, first_date=first_date, run_id=run_id, now=now, sealed_ok=sealed_ok, restate=restate
         )
-
-    undo_load_date = on_sql(writes.undo_load_date)
-
-    certify_state = on_sql(publish_recording.certify_state)
-    write_snapshot = on_sql(recording.write_snapshot)

@@ -18,10 +18,9 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from replay_assets.core.aggregate import Controls
-from replay_assets.storage.apply import reading, recording
+from replay_assets.storage.apply import reading
 from replay_assets.storage.apply.row_checks import RowChecks, check_rows
-from replay_assets.storage.publish import certify
-from replay_assets.storage.publish import recording as publish_recording
+from replay_assets.storage.capabilities import shared
 from replay_assets.storage.rules import by_change
 from replay_assets.storage.rules.digest import (
     ENTITIES,
@@ -29,26 +28,20 @@ from replay_assets.storage.rules.digest import (
     StateDigest,
     base_of,
     change_by,
-    controls_by_change,
     full_by,
 )
-from replay_assets.storage.rules.sql import on_sql
 from replay_assets.storage.spark import row_checks_task, schema
 from replay_assets.storage.spark.dialect import over_tables
 from replay_assets.storage.spark.row_checks_task import TAG
 from replay_assets.storage.spark.unit import On, SparkSql, UnitBase
 
 
-class SparkGateSteps(On):
-    previous_date = on_sql(reading.previous_date)
-
+class SparkGateSteps(On, shared.GateRecords):
     def digest_base(self, before: str | None) -> tuple[StateDigest, Controls]:
         return base_of(before, StoredSums(self.u))
 
     def digest_change(self, day: str, first: bool = False, *, from_latest: bool = False) -> StateDigest:
         return change_by(partial(_sums, self.u), day, first, from_latest=from_latest)
-
-    controls_by_change = on_sql(controls_by_change)
 
     def check_written(self, day: str) -> RowChecks:
         """The row-level gate over the rows ``day`` wrote, run by the engine (``engine_row_checks``)."""
@@ -56,11 +49,6 @@ class SparkGateSteps(On):
             e: self.u.sql(over_tables(by_change.written(t)), day=day) for e, (t, _c, _k) in ENTITIES.items()
         }
         return engine_row_checks(written)
-
-    state_checks = on_sql(certify.state_checks)
-    certify_state = on_sql(publish_recording.certify_state)
-    write_snapshot = on_sql(recording.write_snapshot)
-    store_digest = on_sql(recording.store_digest)
 
 
 class StoredSums(reading.StoredSums):

@@ -27,8 +27,8 @@ from pyspark.sql.pandas.types import from_arrow_type
 from replay_assets.core.events import ValidationContext
 from replay_assets.core.manifest import Manifest
 from replay_assets.core.receipts import LandedCounts
+from replay_assets.storage.capabilities import shared
 from replay_assets.storage.evidence import written_once
-from replay_assets.storage.landing import reading as landing_reading
 from replay_assets.storage.landing import rows
 from replay_assets.storage.landing.area import DeliveryFile, DeliveryMismatch
 from replay_assets.storage.landing.rows import Landed
@@ -40,10 +40,9 @@ from replay_assets.storage.landing.source_records import (
 from replay_assets.storage.rules.landing import LANDED_COUNTS_SQL, counts_of
 from replay_assets.storage.rules.landing import parameters as counts_parameters
 from replay_assets.storage.rules.sql import on_sql
-from replay_assets.storage.rules.tables import LANDED_TABLES
 from replay_assets.storage.spark import landing_tiers, schema
 from replay_assets.storage.spark.dialect import over_tables
-from replay_assets.storage.spark.unit import On, UnitBase
+from replay_assets.storage.spark.unit import On
 
 # the table each kind of the tasks' rows lands in
 _KINDS = {
@@ -54,11 +53,7 @@ _KINDS = {
 }
 
 
-class LandingReading(On):
-    landed_batch = on_sql(landing_reading.landed_batch)
-    schema_gated = on_sql(landing_reading.schema_gated)
-    violated_on = on_sql(landing_reading.violated_on)
-
+class LandingReading(On, shared.LandingReads):
     def check_segments(self) -> tuple[int, list[dict[str, object]]]:
         """None to check: the Spark adapter lands every row into its Delta tables."""
         return 0, []
@@ -72,7 +67,7 @@ class LandingReading(On):
         return counts_of(load_date, found, pruned=bool(pruned.limit(1).collect()))
 
 
-class LandingWriting(LandingReading):
+class LandingWriting(LandingReading, shared.LandingRecords):
     def land_batch(
         self,
         manifest: Manifest,
@@ -129,35 +124,7 @@ class LandingWriting(LandingReading):
             new=True,
         )
 
-    def record_relanding(
-        self,
-        batch_id: str,
-        load_date: str,
-        manifest_sha256: str,
-        *,
-        violations: int,
-        note: str,
-        operator: str,
-        now: dt.datetime,
-    ) -> None:
-        """Record the relanding, then remove the batch's landed rows (``batches.record_relanding``)."""
-        row = {
-            "batch_id": batch_id,
-            "load_date": load_date,
-            "manifest_sha256": manifest_sha256,
-            "violations": violations,
-            "rejected": int(_of_batch(self.u, "rejected_events", batch_id).count()),
-            "note": note,
-            "operator": operator,
-            "relanded_at": now,
-        }
-        self.u.append("batch_relandings", [row])
-        batch = self.u.spark.createDataFrame([(batch_id,)], "batch_id string")
-        delete = "MERGE INTO {target} t USING {source} s ON t.batch_id = s.batch_id WHEN MATCHED THEN DELETE"
-        for table in LANDED_TABLES:
-            self.u.merge_frame(table, batch, delete, matches=("batch_id",))
-
-    record_skip = on_sql(written_once.record_skip)
+    record_relanding = on_sql(written_once.record_relanding)
 
 
 def _columns(table: str, frame: DataFrame, constants: dict[str, object]) -> DataFrame:
@@ -167,7 +134,3 @@ def _columns(table: str, frame: DataFrame, constants: dict[str, object]) -> Data
         value = F.lit(constants[field.name]) if field.name in constants else F.col(field.name)
         columns.append(value.cast(from_arrow_type(field.type)).alias(field.name))
     return frame.select(*columns)
-
-
-def _of_batch(u: UnitBase, table: str, batch_id: str) -> DataFrame:
-    return u.frame(table).where(F.col("batch_id") == F.lit(batch_id))

@@ -7,20 +7,13 @@ from __future__ import annotations
 
 import polars as pl
 
-from replay_assets.storage.apply import latest, reading
-from replay_assets.storage.publish import aggregates, certify
-from replay_assets.storage.publish import recording as publish_recording
+from replay_assets.storage.capabilities import shared
 from replay_assets.storage.rules import by_change
 from replay_assets.storage.rules.aggregates import SQL_AGGREGATES_BY_ORDER
-from replay_assets.storage.rules.sql import on_sql
-from replay_assets.storage.spark.unit import On, UnitBase
+from replay_assets.storage.spark.unit import On, SparkSql, UnitBase
 
 
-class SparkCandidateSteps(On):
-    certified_pointer = on_sql(reading.certified_pointer)
-    latest_holds_as_of = on_sql(latest.holds_as_of)
-    certified_load_dates = on_sql(reading.certified_load_dates)
-
+class SparkCandidateSteps(On, shared.CandidateReads):
     def recomputed_aggregates(self, dates: list[str], *, as_of: str, from_latest: bool) -> pl.DataFrame:
         """The gate's recomputation (``SQL_AGGREGATES_BY_ORDER``) over the latest tables, or else
         over each key's newest history row up to ``as_of`` (``by_change.as_of``)."""
@@ -29,20 +22,8 @@ class SparkCandidateSteps(On):
         args: dict[str, object] = {"dates": dates} if from_latest else {"dates": dates, "as_of": as_of}
         return self.sql.frame(SQL_AGGREGATES_BY_ORDER.format(state=state), **args)
 
-    applied_reconciliation = on_sql(aggregates.applied_reconciliation)
-    first_applied = on_sql(reading.first_applied)
-    candidate_aggregates = on_sql(aggregates.candidates)
-
-
-class SparkPublicationWrites(On):
-    record_failed_candidate = on_sql(certify.record_failed_candidate)
-    last_publications = on_sql(publish_recording.last_publications)
-    record_publications = on_sql(publish_recording.record_publications)
-    insert_aggregate_versions = on_sql(aggregates.insert_versions)
-    release_queue = on_sql(aggregates.release_queue)
-
 
 class SparkPublishSteps:
     def __init__(self, u: UnitBase) -> None:
         self.candidates = SparkCandidateSteps(u)
-        self.publications = SparkPublicationWrites(u)
+        self.publications = shared.PublicationWrites(SparkSql(u))

@@ -14,14 +14,11 @@ import datetime as dt
 import json
 from pathlib import Path
 
-from replay_assets.storage.apply import reading
+from replay_assets.storage.capabilities import shared
 from replay_assets.storage.home.home_files import read_own_file, write_own_file
-from replay_assets.storage.journal import identities as journal_identities
 from replay_assets.storage.journal.written_once import JournalReading
-from replay_assets.storage.publish import certify, procedure
-from replay_assets.storage.publish import recording as publish_recording
+from replay_assets.storage.publish import procedure
 from replay_assets.storage.rules.published import PUBLISHED
-from replay_assets.storage.rules.sql import on_sql
 from replay_assets.storage.spark.publish import SparkPublishSteps
 from replay_assets.storage.spark.reports import export_frame
 from replay_assets.storage.spark.unit import On, SparkSql
@@ -38,20 +35,12 @@ _SOURCES = {
 }
 
 
-class PublishReading(On):
-    def certified_pointer(self) -> str | None:
-        return reading.certified_pointer(self.sql)
-
-    published_partitions = on_sql(reading.published_partitions)
-    newest_versions = on_sql(reading.newest_versions)
-    publish_operation = on_sql(journal_identities.publish_operation)
-    publications_digest = on_sql(journal_identities.publications_digest)
-
-    pending_groups = on_sql(publish_recording.pending_groups)
+class PublishReading(On, shared.PublishReads):
+    pass
 
 
 class PublishWriting(PublishReading):
-    record_failed_candidate = on_sql(certify.record_failed_candidate)
+    record_failed_candidate = shared.PublicationWrites.record_failed_candidate
 
     def publish_aggregates(
         self, home: Path, *, dates: list[str], run_id: str | None, now: dt.datetime

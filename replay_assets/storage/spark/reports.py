@@ -15,10 +15,9 @@ from pyspark.sql import functions as F
 from replay_assets.core import retention
 from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.storage.apply import reading
-from replay_assets.storage.evidence import reports
+from replay_assets.storage.capabilities import shared
 from replay_assets.storage.publish import procedure, reverify
 from replay_assets.storage.rules.published import AS_OF, AS_OF_HISTORY, ENTITIES, TABLES
-from replay_assets.storage.rules.sql import on_sql
 from replay_assets.storage.spark.frames import newest_per_key, to_polars
 from replay_assets.storage.spark.gate import StoredSums
 from replay_assets.storage.spark.unit import On, SparkSql, UnitBase
@@ -52,10 +51,7 @@ _AGGREGATES = (
 )
 
 
-class SparkReports(On):
-    status_report = on_sql(reports.status_report)
-    reconciliation_report = on_sql(reports.reconciliation_report)
-
+class SparkReports(On, shared.ReportReads):
     def daily_totals(self, first: str, last: str) -> list[dict[str, Any]]:
         """Certified totals per business date over all stores."""
         day = F.col("business_date").cast("string")
@@ -79,8 +75,6 @@ class SparkReports(On):
         if name not in TABLES:
             raise ReplayError(ErrorCode.USAGE, f"unknown table {name}")
         return to_polars(export_frame(self.u, name))
-
-    reverify_aggregates = on_sql(reverify.reverify_aggregates)
 
     def reverify_state(self) -> procedure.Verdict:
         steps = StoredSums(self.u)

@@ -10,11 +10,9 @@ import datetime as dt
 
 from pyspark.sql import functions as F
 
-from replay_assets.storage.apply import latest, reading
-from replay_assets.storage.journal import identities as journal_identities
-from replay_assets.storage.retention import reading as retention_reading
+from replay_assets.storage.apply import latest
+from replay_assets.storage.capabilities import shared
 from replay_assets.storage.rules.retention import PRUNED_EVIDENCE
-from replay_assets.storage.rules.sql import on_sql
 from replay_assets.storage.rules.tables import HISTORY_KEYS, PER_DATE, PRUNED_THROUGH
 from replay_assets.storage.spark.dialect import over_tables
 from replay_assets.storage.spark.stepbase import DELETE_DAY
@@ -23,15 +21,8 @@ from replay_assets.storage.spark.unit import On, UnitBase
 _COUNTS = ("raw_receipts", "staged_events", "registry_rows", "history_rows")
 
 
-class RetentionReading(On):
-    def pruned_through(self) -> str:
-        """The newest pruned load date, or "" when nothing was pruned."""
-        return reading.pruned_through(self.sql)
-
-    applied_dates = on_sql(reading.applied_dates)
-    prune_operation = on_sql(journal_identities.prune_operation)
-
-    pruned_digest = on_sql(retention_reading.pruned_digest)
+class RetentionReading(On, shared.RetentionReads):
+    pass
 
 
 class RetentionWriting(RetentionReading):

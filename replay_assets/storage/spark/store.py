@@ -28,8 +28,7 @@ from replay_assets.storage.evidence.written_once import EvidenceReading, Evidenc
 from replay_assets.storage.home.clock import real_now
 from replay_assets.storage.journal.written_once import JournalReading, JournalWriting
 from replay_assets.storage.spark import schema
-from replay_assets.storage.spark.apply import ApplyWriting
-from replay_assets.storage.spark.facts import ApplyReading
+from replay_assets.storage.spark.apply import ApplyReading, ApplyWriting
 from replay_assets.storage.spark.landing import LandingReading, LandingWriting
 from replay_assets.storage.spark.published import PublishReading, PublishWriting
 from replay_assets.storage.spark.reports import SparkReports

@@ -18,6 +18,7 @@ from pyarrow import fs as pafs
 from pyspark.sql import DataFrame
 
 from replay_assets.core.errors import ErrorCode, ReplayError
+from replay_assets.storage.rules.sql import Sql
 from replay_assets.storage.spark import schema
 from replay_assets.storage.spark.dialect import over_tables
 from replay_assets.storage.spark.frames import local_frame, to_polars
@@ -123,12 +124,6 @@ class UnitBase:
             f"WHEN MATCHED THEN UPDATE SET {assignments} WHEN NOT MATCHED THEN INSERT *",
         )
 
-    def merge_rows(
-        self, table: str, rows: pl.DataFrame, statement: str, *, matches: Sequence[str] | None = None
-    ) -> None:
-        """One ``MERGE`` of the local ``rows`` into ``table`` (``merge_frame``)."""
-        self.merge_frame(table, self.table_frame(table, rows), statement, matches=matches)
-
     def merge_frame(
         self, table: str, source: DataFrame, statement: str, *, matches: Sequence[str] | None = None
     ) -> None:
@@ -179,7 +174,7 @@ class On:
     def __init__(self, u: UnitBase) -> None:
         self.u = u
         self.spark = u.spark
-        self.sql = SparkSql(u)
+        self.sql: Sql = SparkSql(u)
 
 
 class SparkSql:
