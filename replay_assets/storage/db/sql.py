@@ -1,5 +1,5 @@
 """DuckDB's ``Sql`` (``storage/rules/sql.py``): the shared statements run as written, rows
-written by one parameterised statement whatever their number."""
+written by one statement whatever their number (as its parameters, or through Arrow when many)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,13 @@ from typing import Any
 
 import duckdb
 import polars as pl
+import pyarrow as pa
 
 from replay_assets.storage.rules.sql import identifiers
+
+# rows written as one statement's parameters up to this many; more go through Arrow, which DuckDB
+# reads as a relation (binding thousands of parameters costs more than the write itself)
+_VALUES_ROWS = 64
 
 
 class DuckDBSql:
@@ -43,12 +48,7 @@ class DuckDBSql:
     def insert(self, table: str, rows: Sequence[Mapping[str, Any]] | pl.DataFrame) -> None:
         if isinstance(rows, pl.DataFrame):
             if rows.height:
-                columns = ", ".join(identifiers(table, *rows.columns)[1:])
-                self.con.register("_rows", rows.to_arrow())
-                try:
-                    self.con.execute(f"INSERT INTO {table} ({columns}) SELECT {columns} FROM _rows")
-                finally:
-                    self.con.unregister("_rows")
+                self._from_arrow(table, rows.to_arrow(), identifiers(*rows.columns), "")
             return
         self._write(table, rows, "")
 
@@ -66,10 +66,22 @@ class DuckDBSql:
         if not rows:
             return
         columns = identifiers(table, *rows[0])[1:]
-        if any(row.keys() != set(columns) for row in rows):
+        named = set(columns)
+        if any(row.keys() != named for row in rows):
             raise ValueError(f"rows for {table} name different columns")
+        if len(rows) > _VALUES_ROWS:
+            self._from_arrow(table, pa.Table.from_pylist([dict(r) for r in rows]), columns, tail)
+            return
         one = "(" + ", ".join("?" * len(columns)) + ")"
         values = [row[c] for row in rows for c in columns]
         self.con.execute(
             f"INSERT INTO {table} ({', '.join(columns)}) VALUES {', '.join([one] * len(rows))}{tail}", values
         )
+
+    def _from_arrow(self, table: str, rows: pa.Table, columns: Sequence[str], tail: str) -> None:
+        listed = ", ".join(columns)
+        self.con.register("_rows", rows)
+        try:
+            self.con.execute(f"INSERT INTO {table} ({listed}) SELECT {listed} FROM _rows{tail}")
+        finally:
+            self.con.unregister("_rows")
