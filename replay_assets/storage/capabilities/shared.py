@@ -5,10 +5,10 @@ with nothing engine-specific is used as it is, over the engine's ``Sql``."""
 from __future__ import annotations
 
 from replay_assets.storage.apply import latest, reading, recording, writes
-from replay_assets.storage.evidence import reports, written_once
+from replay_assets.storage.evidence import written_once
 from replay_assets.storage.journal import identities
 from replay_assets.storage.landing import reading as landing_reading
-from replay_assets.storage.publish import aggregates, certify, reverify
+from replay_assets.storage.publish import aggregates, certify, reports, reverify
 from replay_assets.storage.publish import recording as publish_recording
 from replay_assets.storage.retention import reading as retention_reading
 from replay_assets.storage.rules import digest

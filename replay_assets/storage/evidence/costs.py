@@ -1,5 +1,5 @@
 """Cost evidence: measuring a step's CPU and wall seconds (the records are written and summed by
-``written_once.py``, and reported per delivered batch by ``reports.py``)."""
+``written_once.py``, and reported per delivered batch by ``publish/reports.py``)."""
 
 from __future__ import annotations
 

@@ -8,11 +8,10 @@ from typing import Any, TextIO
 import duckdb
 import polars as pl
 
-from replay_assets.core import retention
 from replay_assets.core.errors import ErrorCode, ReplayError
-from replay_assets.storage.apply.reading import pruned_through
 from replay_assets.storage.db.sql import DuckDBSql
 from replay_assets.storage.db.warehouse import query_frame
+from replay_assets.storage.publish.reports import check_export
 from replay_assets.storage.rules.published import AS_OF, TABLES
 
 # Read from the published copy, a query a refresh's swap falls inside fails with DuckDB's
@@ -22,16 +21,8 @@ SWAP_ATTEMPTS = 3
 
 
 def table(con: duckdb.DuckDBPyConnection, name: str, as_of: str | None) -> pl.DataFrame:
-    if as_of is not None:
-        if name not in AS_OF:
-            raise ReplayError(ErrorCode.USAGE, f"--as-of applies to {', '.join(AS_OF)}, not {name}")
-        behind = retention.refusal(as_of, pruned_through(DuckDBSql(con)), "an as-of read")
-        if behind:
-            raise ReplayError(ErrorCode.BEHIND_HORIZON, behind)
-        return _read(con, AS_OF[name], [as_of])
-    if name not in TABLES:
-        raise ReplayError(ErrorCode.USAGE, f"unknown table {name}")
-    return _read(con, TABLES[name])
+    check_export(DuckDBSql(con), name, as_of)
+    return _read(con, AS_OF[name], [as_of]) if as_of is not None else _read(con, TABLES[name])
 
 
 def _read(con: duckdb.DuckDBPyConnection, sql: str, params: list[object] | None = None) -> pl.DataFrame:

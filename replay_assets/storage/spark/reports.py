@@ -12,12 +12,11 @@ import polars as pl
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from replay_assets.core import retention
-from replay_assets.core.errors import ErrorCode, ReplayError
 from replay_assets.storage.apply import reading
 from replay_assets.storage.capabilities import shared
 from replay_assets.storage.publish import procedure, reverify
-from replay_assets.storage.rules.published import AS_OF, AS_OF_HISTORY, ENTITIES, TABLES
+from replay_assets.storage.publish.reports import check_export
+from replay_assets.storage.rules.published import AS_OF_HISTORY, ENTITIES
 from replay_assets.storage.spark.frames import newest_per_key, to_polars
 from replay_assets.storage.spark.gate import StoredSums
 from replay_assets.storage.spark.unit import On, SparkSql, UnitBase
@@ -64,16 +63,10 @@ class SparkReports(On, shared.ReportReads):
         return self.u.rows(totals.orderBy("business_date"))
 
     def export_table(self, name: str, as_of: str | None) -> pl.DataFrame:
-        """A table for ``replay-assets export`` (``exports.table``: the same names and refusals)."""
+        """A table for ``replay-assets export`` (``reports.check_export``: the same refusals)."""
+        check_export(self.sql, name, as_of)
         if as_of is not None:
-            if name not in AS_OF:
-                raise ReplayError(ErrorCode.USAGE, f"--as-of applies to {', '.join(AS_OF)}, not {name}")
-            behind = retention.refusal(as_of, reading.pruned_through(self.sql), "an as-of read")
-            if behind:
-                raise ReplayError(ErrorCode.BEHIND_HORIZON, behind)
             return to_polars(consumer_frame(self.u, name, as_of).orderBy(*_CONSUMER[name][1]))
-        if name not in TABLES:
-            raise ReplayError(ErrorCode.USAGE, f"unknown table {name}")
         return to_polars(export_frame(self.u, name))
 
     def reverify_state(self) -> procedure.Verdict:
