@@ -30,6 +30,7 @@ from replay_assets.storage.apply import latest, snapshot_scan, stage, state_dige
 from replay_assets.storage.apply.reading import previous_date
 from replay_assets.storage.db.sql import DuckDBSql
 from replay_assets.storage.db.warehouse import memory_limit
+from replay_assets.storage.rules.digest import controls_by_change
 
 
 def _newest(con: duckdb.DuckDBPyConnection) -> tuple[str, list[str]]:
@@ -61,29 +62,30 @@ def apply_once(warehouse: Path, limit: str) -> tuple[Seconds, dict[str, float], 
     and how many of them differ from the first apply's."""
     with copy_of(warehouse, limit) as con:
         day, batches = _newest(con)
+        sql = DuckDBSql(con)
         for table in WRITTEN:
             con.execute(f"CREATE TABLE _kept_{table} AS SELECT * FROM {table} WHERE load_date = ?", [day])
         con.begin()
-        writes.undo_load_date(con, day, dt.datetime.now(dt.UTC))
+        writes.undo_load_date(sql, day, dt.datetime.now(dt.UTC))
         con.commit()
         con.execute("CHECKPOINT")
-        before = previous_date(DuckDBSql(con), day)
-        first, from_latest = before is None, latest.holds_before(con, day)
+        before = previous_date(sql, day)
+        first, from_latest = before is None, latest.holds_before(sql, day)
         timed = Timed(con)
         steps: list[tuple[str, Callable[[], Any]]] = [
             ("stage_fold", lambda: stage.stage_fold(timed, batches, day)),  # type: ignore[arg-type]
-            ("affected_groups", lambda: writes.affected_groups(con)),
-            ("write_history", lambda: writes.write_history(con, day)),
-            ("register_events", lambda: writes.register_events(con, day)),
+            ("affected_groups", lambda: writes.affected_groups(sql)),
+            ("write_history", lambda: writes.write_history(sql, day)),
+            ("register_events", lambda: writes.register_events(sql, day)),
             ("digest_change", lambda: state_digest.change(con, day, first, from_latest=from_latest)),
             (
                 "controls_by_change",
-                lambda: state_digest.controls_by_change(
-                    con, day, state_digest.base(con, before)[1], first, from_latest=from_latest
+                lambda: controls_by_change(
+                    sql, day, state_digest.base(con, before)[1], first, from_latest=from_latest
                 ),
             ),
             ("check_written", lambda: snapshot_scan.check_written(con, day)),
-            ("advance_latest", lambda: latest.advance(con, day)),
+            ("advance_latest", lambda: latest.advance(sql, day)),
             ("drop_fold", lambda: stage.drop_fold(con)),
             ("commit", con.commit),
         ]

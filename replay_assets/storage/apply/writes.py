@@ -1,7 +1,7 @@
 """The writes of one load-date application, written once for both engines over the unit's ``Sql``:
 set-based statements over the relations the staged fold leaves (``_folded``, ``_committed``,
 ``_registry``), and the small records its outcome adds up to. A row that comes to this process
-is a count, a key or a violation, never the state."""
+is a count, a key or a violation; the state only as the candidate rows a failed gate keeps."""
 
 from __future__ import annotations
 
@@ -102,7 +102,7 @@ def record_blocked(
     sql.delete("batch_violations", "SELECT * FROM _replaced_violations", on=("batch_id", "rule"))
     fold = found.filter(pl.col("rule") != GATE)
     stamped = fold.with_columns(pl.lit(plan.load_date).alias("load_date"), pl.lit(now).alias("detected_at"))
-    sql.insert("batch_violations", stamped.to_dicts())
+    sql.insert("batch_violations", stamped)
     blamed = sorted(set(found["batch_id"].to_list()))
     reason = f"batch {blamed[0]}: {found['detail'][0]}"
     evidence = EvidenceWriting(sql)

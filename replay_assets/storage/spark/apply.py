@@ -2,8 +2,8 @@
 is staged here, engine by engine: its relations are kept in scratch Delta tables the engine writes
 and reads back (``UnitBase.kept``; no row comes to this process), since a Spark Connect plan is
 analysed again at every action and a view over the tables would change under the steps that write
-them. The writes after the fold are written once for both engines (``storage/apply/writes.py``);
-the latest tables' steps are in ``latest.py``, the gate's in ``gate.py``.
+them. The other steps are written once for both engines (``storage/capabilities/shared.py``), but
+the gate's row hashing and row checks (``gate.py``).
 """
 
 from __future__ import annotations

@@ -1,10 +1,9 @@
-"""The gate of a load date on Delta, by change (the DuckDB adapter's ``state_digest.py``,
-``row_checks.py`` and ``certify.py``; their docstrings state the rules): the state's multiset
-hash and controls from what the date wrote and replaced, the row checks over the rows it wrote,
-and certification. The decisions are the engine-neutral ones (``rules/digest.py``: ``base_of`` and
-``combine_by_change``, ``row_checks.check_rows``, ``publish/verdicts.py``), so the two
-adapters certify alike; the content hash is byte for byte DuckDB's (each row's JSON rendered as
-DuckDB's ``to_json`` does, nulls included, which Sail's ``to_json`` drops)."""
+"""The gate of a load date on Delta: what this engine does its own way, the row hashing of the
+state's multiset hash and the row checks run by one engine task. The sums and controls by change,
+the state checks and certification are written once (``rules/digest.py``,
+``capabilities/shared.py``), so the two adapters certify alike; the content hash is byte for byte
+DuckDB's (each row's JSON rendered as DuckDB's ``to_json`` does, nulls included, which Sail's
+``to_json`` drops)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,9 @@
-"""What the Spark warehouse reports: the consumer tables (``current_orders`` and
+"""What the Spark warehouse reports its own way: the consumer tables (``current_orders`` and
 ``current_customers`` as of the certified pointer, ``daily_aggregates`` at each date's newest
-publication: the DuckDB migrations' views as frames), exports, status, reconciliation, costs and
-service levels (the shared statements of ``rules/evidence.py`` and ``rules/published.py``), each
-computed by Spark; only the answer comes back."""
+publication: the DuckDB migrations' views as frames), their exports and daily totals, and the
+state's re-verification by this engine's row hashing; each computed by Spark, only the answer
+comes back. Status, reconciliation and the aggregates' re-verification are written once
+(``capabilities/shared.py``)."""
 
 from __future__ import annotations
 

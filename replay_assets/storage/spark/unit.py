@@ -2,9 +2,10 @@
 head with its own writes, or the reader's pinned fence), appending typed rows, and one guarded
 ``MERGE``. Values reach Spark as DataFrames and column expressions, never as SQL text.
 
-The capabilities (``journal.py``, ``landing.py``, ...) are small classes over one ``UnitBase``
-(``On``): each holds the unit as ``u`` and reaches another capability's rule through an object
-of it over the same unit, never by inheriting it, so each class stays small."""
+The capabilities (``landing.py``, ``apply.py``, ...) are small classes over one ``UnitBase``
+(``On``) that complete the shared ones (``capabilities/shared.py``) with this engine's steps:
+each holds the unit as ``u`` and its ``Sql`` (``SparkSql``), and reaches another capability's
+rule through an object of it over the same unit, never by inheriting it."""
 
 from __future__ import annotations
 
