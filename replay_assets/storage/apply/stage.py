@@ -17,10 +17,6 @@ from replay_assets.storage.db.sql import DuckDBSql
 from replay_assets.storage.db.warehouse import one
 from replay_assets.storage.rules.apply import REGISTRY_ROWS, committed_rows
 
-ORDER_KEY_SQL = "'[\"' || order_id || '\",' || CAST(line_no AS VARCHAR) || ']'"
-CUSTOMER_KEY_SQL = "'[\"' || customer_id || '\"]'"
-
-
 FOLD_TABLES = ("_events", "_committed", "_registry", "_fold", "_folded", "_groups")
 # What the fold and the committed state's lookup read of each event: ``_events`` carries only
 # these, and ``_folded`` joins the outcomes back to the staged rows once. A copy of all 26 columns

@@ -48,7 +48,8 @@ class DuckDBSql:
     def insert(self, table: str, rows: Sequence[Mapping[str, Any]] | pl.DataFrame) -> None:
         if isinstance(rows, pl.DataFrame):
             if rows.height:
-                self._from_arrow(table, rows.to_arrow(), identifiers(*rows.columns), "")
+                columns = identifiers(table, *rows.columns)[1:]
+                self._from_arrow(table, rows.to_arrow(), columns, "")
             return
         self._write(table, rows, "")
 

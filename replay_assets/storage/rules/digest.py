@@ -127,7 +127,7 @@ def full_by(hashing: Hashing, day: str) -> StateDigest:
     )
 
 
-def _controls_of(sql: Sql, rows_sql: str, day: str) -> tuple[int, ...]:
+def controls_of(sql: Sql, rows_sql: str, day: str) -> tuple[int, ...]:
     """Active lines, distinct orders with an active line, units, amount, cost, profit."""
     found = sql.rows(by_change.controls(rows_sql), day=day)
     return tuple(int(v) for v in found[0].values())
@@ -137,15 +137,16 @@ def controls_by_change(
     sql: Sql, day: str, base: Controls, first: bool = False, *, from_latest: bool = False
 ) -> tuple[Controls, Controls]:
     """The controls as of ``day`` from ``base`` (the previous applied date's), two ways: line by
-    line, and order by order (see the module docstring). Equal unless the bookkeeping is wrong.
+    line, and order by order (``storage/apply/state_digest.py`` says how). Equal unless the
+    bookkeeping is wrong.
     ``first``: no history before ``day``, so nothing was replaced and no order had lines before.
     ``from_latest``: the latest tables hold the state before ``day`` (read there, not history)."""
     nothing: tuple[int, ...] = (0,) * 6
-    written = _controls_of(sql, by_change.written("order_history"), day)
+    written = controls_of(sql, by_change.written("order_history"), day)
     if first:
         return combine_by_change(base, written=written, replaced=nothing, after=written, before=nothing)
-    after = _controls_of(sql, by_change.lines_of_touched(after=True, from_latest=from_latest), day)
-    before = _controls_of(sql, by_change.lines_of_touched(after=False, from_latest=from_latest), day)
+    after = controls_of(sql, by_change.lines_of_touched(after=True, from_latest=from_latest), day)
+    before = controls_of(sql, by_change.lines_of_touched(after=False, from_latest=from_latest), day)
     key = ("order_id", "line_no")
-    replaced = _controls_of(sql, by_change.replaced("order_history", key, from_latest), day)
+    replaced = controls_of(sql, by_change.replaced("order_history", key, from_latest), day)
     return combine_by_change(base, written=written, replaced=replaced, after=after, before=before)

@@ -27,6 +27,7 @@ from replay_assets.storage.rules.digest import (
     StateDigest,
     base_of,
     change_by,
+    controls_of,
     full_by,
 )
 from replay_assets.storage.spark import row_checks_task, schema
@@ -62,8 +63,7 @@ class StoredSums(reading.StoredSums):
 
     def recomputed_controls(self, day: str) -> Controls:
         as_of = by_change.as_of("order_history", ENTITIES["orders"][2], "load_date <= $day")
-        found = SparkSql(self.u).rows(by_change.controls(as_of), day=day)[0]
-        return Controls(*(int(v) for v in found.values()))
+        return Controls(*controls_of(SparkSql(self.u), as_of, day))
 
 
 # ---------------------------------------------------------------------- row sets and their sums
