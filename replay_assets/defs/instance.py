@@ -3,8 +3,9 @@ its SQLite event log keeps one connection pool per database file instead of open
 for every event.
 
 Dagster 1.13.27's ``SqliteEventLogStorage`` creates an engine, connects, writes and disposes it for
-each event, and nearly all of that cost is opening the file and, on closing its last connection,
-checkpointing the WAL into it. A run writes one to three transactions for each of its events (the
+each event (and once more for each check evaluation, to ask whether the checks table exists), and
+nearly all of that cost is opening the file and, on closing its last connection, checkpointing the
+WAL into it. A run writes one to three transactions for each of its events (the
 run's own file, and the index file for asset, check and run-status events), and a restate run over
 many partitions writes hundreds. Reusing the connection removes most of that cost (the commit's
 fsync stays: nothing is made less durable). A run's file is still checkpointed after each
@@ -76,7 +77,17 @@ class PooledSqliteEventLogStorage(SqliteEventLogStorage):
     def __init__(self, base_dir: str, inst_data: ConfigurableClassData | None = None) -> None:
         self._engines: OrderedDict[str, Engine] = OrderedDict()
         self._owner = os.getpid()
+        self._has_check_table = False
         super().__init__(base_dir, inst_data)
+
+    @property
+    def supports_asset_checks(self) -> bool:
+        """Dagster asks before storing each check evaluation, and answers by opening the index
+        file with a new engine to look the table up. Once the table is there it stays (no
+        migration drops it), so a yes is kept; a no is asked again (another process may migrate)."""
+        if not self._has_check_table:
+            self._has_check_table = bool(super().supports_asset_checks)
+        return self._has_check_table
 
     @classmethod
     def from_config_value(

@@ -7,11 +7,14 @@ version gets it, unless its ``dagster.yaml`` was edited."""
 import os
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import dagster as dg
+import pytest
 from dagster._core.events import DagsterEvent, DagsterEventType, EngineEventData
 from dagster._core.events.log import EventLogEntry
+from dagster._core.storage.event_log.sqlite.sqlite_event_log import SqliteEventLogStorage
 
 from replay_assets.defs.instance import KEPT_FILES, PooledSqliteEventLogStorage, ReplayInstance
 from replay_assets.entrypoints.runner import PROJECT_INSTANCE_CONFIG, instance_for
@@ -59,6 +62,54 @@ def test_the_home_instance_and_a_run_worker_s_copy_use_the_pooled_event_log(tmp_
     assert reader.get_latest_materialization_event(dg.AssetKey("one")) is not None  # the index file
     for each in (instance, worker, reader):
         each.dispose()
+
+
+def test_check_evaluations_are_stored_without_looking_the_checks_table_up_each_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    instance = instance_for(tmp_path / "dagster")
+    storage = instance.event_log_storage
+    assert isinstance(storage, PooledSqliteEventLogStorage)
+    looked_up = []
+    real = SqliteEventLogStorage.has_table
+
+    def counted(self: SqliteEventLogStorage, table_name: str) -> bool:
+        looked_up.append(table_name)
+        return real(self, table_name)
+
+    monkeypatch.setattr(SqliteEventLogStorage, "has_table", counted)
+    keys = [str(n) for n in range(12)]
+    partitions = dg.StaticPartitionsDefinition(keys)
+
+    @dg.asset(
+        partitions_def=partitions,
+        dagster_type=dg.Nothing,
+        check_specs=[dg.AssetCheckSpec("positive", asset="part", partitions_def=partitions)],
+    )
+    def part(context: dg.AssetExecutionContext) -> Iterator[object]:
+        for key in context.partition_keys:
+            yield dg.AssetMaterialization("part", partition=key)
+            yield dg.AssetCheckEvaluation(
+                asset_key=dg.AssetKey("part"), check_name="positive", passed=key != "3", partition=key
+            )
+        yield dg.Output(None, output_name="result")
+        yield dg.Output(None, output_name=context.assets_def.get_output_name_for_asset_check_key(check))
+
+    check = dg.AssetCheckKey(dg.AssetKey("part"), "positive")
+    whole = {"dagster/asset_partition_range_start": "0", "dagster/asset_partition_range_end": "11"}
+    result = dg.materialize([part], instance=instance, tags=whole)
+    assert result.success
+    stored = [
+        r.event_log_entry.dagster_event.asset_check_evaluation_data
+        for r in instance.get_records_for_run(
+            result.run_id, of_type=DagsterEventType.ASSET_CHECK_EVALUATION
+        ).records
+    ]
+    assert {(e.partition, e.passed) for e in stored if e.partition is not None} == {
+        (k, k != "3") for k in keys
+    }
+    assert looked_up.count("asset_check_executions") <= 1  # not once per evaluation
+    instance.dispose()
 
 
 def test_a_watcher_sees_each_new_event_of_a_run_while_it_is_written(tmp_path: Path) -> None:
