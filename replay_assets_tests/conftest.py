@@ -88,7 +88,9 @@ SLOW_TESTS = (
     "test_a_copy_the_change_log_cannot_bring_forward_is_rewritten_whole",
     "test_an_export_a_swap_falls_inside_is_run_again_and_reads_the_generation_now_live",
     "test_a_date_that_changes_no_partition_still_publishes_its_record",
-    "test_a_refresh_rewrites_only_the_partitions_the_date_changed",
+    "test_a_refresh_rewrites_only_the_cohorts_the_date_changed",
+    "test_the_cohorts_of_a_month_the_horizon_passed_merge_into_one_file",
+    "test_a_copy_whose_files_were_written_by_business_date_is_rewritten_whole",
     # test_home_files.py
     "test_a_fifo_in_place_of_the_published_copys_record_never_hangs_run",
     "test_the_refusal_of_an_as_of_read_behind_the_horizon_reads_correctly",

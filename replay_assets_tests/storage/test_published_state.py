@@ -1,9 +1,10 @@
-"""The published current state by partition (``published_state.py``): a refresh rewrites only the
-business dates a load date changed (a move leaves one and joins another, a delete joins ``none``),
-the copy's views equal the warehouse's certified state after every refresh, the files of the
-refresh before stay and older ones go, and a copy the change log cannot bring forward (no record,
-a log pruning shortened) is rewritten whole, equal all the same. A query reads one generation
-whole or fails: never a mix of two."""
+"""The published current state by cohort (``published_state.py``): a refresh rewrites only the
+cohorts a load date changed (the date's own, and each one a key it changed leaves), so a day of
+new keys writes one file however many business dates they fall on; the cohorts of a month the
+retention horizon passed merge into one file; the copy's views equal the warehouse's certified
+state after every refresh, the files of the refresh before stay and older ones go, and a copy the
+change log cannot bring forward (no record, a log pruning shortened) is rewritten whole, equal all
+the same. A query reads one generation whole or fails: never a mix of two."""
 
 from __future__ import annotations
 
@@ -20,11 +21,12 @@ import duckdb
 import pytest
 
 from replay_assets.storage.apply import latest
+from replay_assets.storage.apply.reading import pruned_through
 from replay_assets.storage.db.sql import DuckDBSql
 from replay_assets.storage.publish import exports, published_state
 from replay_assets.usecases.context import Pipeline
 from replay_assets.usecases.recover import refresh_published
-from replay_assets_tests.helpers import drive
+from replay_assets_tests.helpers import drive, settings_for
 from replay_assets_tests.storage.test_bad_input import D1, D2, D3, deliver, event, make_pipeline
 
 B1, B2, B3 = "2026-01-05", "2026-01-06", "2026-01-07"  # business dates
@@ -82,32 +84,54 @@ def day_one(tmp_path: Path) -> Pipeline:
     return p
 
 
-def test_a_refresh_rewrites_only_the_partitions_the_date_changed(day_one: Pipeline) -> None:
+def test_a_refresh_rewrites_only_the_cohorts_the_date_changed(day_one: Pipeline) -> None:
     home = day_one.settings.home
     first = record(home)["current_files"]["orders"]
-    assert set(first) == {B1, B2, B3}
+    assert set(first) == {D1}
     assert published(home) == certified(day_one)
     deliver(
         day_one,
         D2,
         "b2",
-        [event(5, "o1", business_date=B2), event(6, "o4", op="delete")],  # a move B1 -> B2, a delete in B3
+        [event(5, "o1", business_date=B2), event(6, "o4", op="delete")],  # a move B1 -> B2, a delete
     )
     drive(day_one)
     second = record(home)["current_files"]["orders"]
-    assert B1 not in second  # its only line moved away: no file
-    assert second[B3] != first[B3] and second[B2] != first[B2] and "none" in second
+    assert set(second) == {D1, D2} and second[D1] != first[D1]  # o1 and o4 left the first cohort
     assert published(home) == certified(day_one)
-    deliver(day_one, D3, "b3", [event(7, "o2", business_date=B2, amount_minor=7)])
+    # new keys on business dates other cohorts hold: one new file, every other stays
+    deliver(day_one, D3, "b3", [event(7, "o5", business_date=B1), event(8, "o6", business_date=B2)])
     drive(day_one)
     third = record(home)["current_files"]["orders"]
-    assert third[B2] != second[B2]
-    assert {part: third[part] for part in (B3, "none")} == {part: second[part] for part in (B3, "none")}
+    assert set(third) == {D1, D2, D3}
+    assert {part: third[part] for part in (D1, D2)} == {part: second[part] for part in (D1, D2)}
     assert published(home) == certified(day_one)
     # the refresh before stays for readers holding its list; the one before that is gone
     listed = {n for parts in (second, third) for names in parts.values() for n in names}
     assert files(home) == listed | {"_schema.parquet"}
-    assert not set(first[B1]) & files(home)
+    assert not set(first[D1]) & files(home)
+
+
+def test_the_cohorts_of_a_month_the_horizon_passed_merge_into_one_file(tmp_path: Path) -> None:
+    p = Pipeline(settings_for(tmp_path, "2026-02-04T12:00:00Z", retention_load_dates=1))
+    days = ["2026-01-30", "2026-01-31", "2026-02-01", "2026-02-02"]
+    for n, day in enumerate(days):
+        deliver(p, day, f"b{n}", [event(n + 1, f"o{n}", business_date="2026-01-29")])
+        drive(p)
+        assert published(tmp_path) == certified(p)
+    with p.warehouse.connect() as con:
+        assert pruned_through(DuckDBSql(con)) == "2026-02-01"  # January is wholly behind the horizon
+    before = record(tmp_path)["current_files"]["orders"]
+    assert set(before) == {"2026-01", "2026-02-01", "2026-02-02"}
+    deliver(p, "2026-02-03", "b9", [event(9, "o0", business_date="2026-01-29", amount_minor=3)])
+    drive(p)  # a January key changed: the month's file is rewritten, the February cohorts stay
+    parts = record(tmp_path)["current_files"]["orders"]
+    assert set(parts) == {"2026-01", "2026-02-01", "2026-02-02", "2026-02-03"}
+    assert parts["2026-01"] != before["2026-01"]
+    assert {d: parts[d] for d in ("2026-02-01", "2026-02-02")} == {
+        d: before[d] for d in ("2026-02-01", "2026-02-02")
+    }
+    assert published(tmp_path) == certified(p)
 
 
 def test_a_copy_the_change_log_cannot_bring_forward_is_rewritten_whole(day_one: Pipeline) -> None:
@@ -119,7 +143,7 @@ def test_a_copy_the_change_log_cannot_bring_forward_is_rewritten_whole(day_one: 
             [latest.DROPPED, str(latest.generation(DuckDBSql(con)) + 1)],
         )
     drive(day_one)
-    assert set(record(home)["current_files"]["orders"]) == {B2, B3}
+    assert set(record(home)["current_files"]["orders"]) == {D1, D2}
     assert published(home) == certified(day_one)
     (home / "published" / "exported.json").unlink()  # a lost record: every partition again
     refresh_published(day_one)
@@ -129,6 +153,19 @@ def test_a_copy_the_change_log_cannot_bring_forward_is_rewritten_whole(day_one: 
         *(n for names in record(home)["previous_files"].get("orders", {}).values() for n in names),
         "_schema.parquet",
     }
+
+
+def test_a_copy_whose_files_were_written_by_business_date_is_rewritten_whole(day_one: Pipeline) -> None:
+    home = day_one.settings.home
+    path = home / "published" / "exported.json"
+    done = record(home)
+    del done["layout"]  # as an earlier release recorded it: a file per business date
+    done["current_files"]["orders"] = {B1: done["current_files"]["orders"][D1]}
+    path.write_text(json.dumps(done))
+    deliver(day_one, D2, "b2", [event(5, "o1", business_date=B2)])
+    drive(day_one)
+    assert set(record(home)["current_files"]["orders"]) == {D1, D2}
+    assert published(home) == certified(day_one)
 
 
 def test_a_copy_whose_files_were_removed_is_rewritten_whole(day_one: Pipeline) -> None:

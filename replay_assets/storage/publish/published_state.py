@@ -1,17 +1,21 @@
-"""The published current state by partition (cost by change: a refresh rewrites what changed):
-``current_orders`` as Parquet files per business date (tombstones, which have none, under
-``none``) and
-``current_customers`` as one partition, under ``published/current/<entity>/``.
+"""The published current state by cohort (cost by change: a refresh rewrites what changed):
+``current_orders`` and ``current_customers`` as Parquet files per cohort, the load date that wrote
+each row, under ``published/current/<entity>/``. A day's new keys join one new cohort and leave
+every other file as it was, however many business dates they fall on; a key a day changes leaves
+its old cohort, which is rewritten. Once the retention horizon has passed a whole month (no load
+date of it can be applied again), its cohorts are merged into one file for the month, so the
+files stay about a month's worth of days plus one a month.
 
-A refresh rewrites only the partitions the latest tables logged a change of since the last
-export (``latest_changes``, ``storage/apply/latest.py``), every one when that log cannot say
-(the first export, a state read from history instead of the latest tables, a log pruning
-shortened). New files get new names. The files of one certified state are then hard-linked into
-a generation folder under names no other generation uses, and ``published/current/live``, a
-symlink, is swapped to it in one rename: the views read ``live``, so a query reads one certified
-state whole or, when a swap falls between its file listing and its reads, fails and can be run
-again; it never sees a mix of two states. The generation before stays; older ones, and the files
-neither of the two lists, are deleted after the new record is written."""
+A refresh rewrites only the cohorts the latest tables logged a change of since the last export
+(``latest_changes``, ``storage/apply/latest.py``), and the months the horizon closed since, every
+one when that log cannot say (the first export, a state read from history instead of the latest
+tables, a log pruning shortened). New files get new names. The files of one certified state are
+then hard-linked into a generation folder under names no other generation uses, and
+``published/current/live``, a symlink, is swapped to it in one rename: the views read ``live``, so
+a query reads one certified state whole or, when a swap falls between its file listing and its
+reads, fails and can be run again; it never sees a mix of two states. The generation before
+stays; older ones, and the files neither of the two lists, are deleted after the new record is
+written."""
 
 from __future__ import annotations
 
@@ -25,10 +29,10 @@ import duckdb
 
 from replay_assets.core.events import canonical_json, sha256_text
 from replay_assets.storage.apply import latest
-from replay_assets.storage.apply.reading import certified_pointer
+from replay_assets.storage.apply.reading import certified_pointer, pruned_through
 from replay_assets.storage.db.sql import DuckDBSql
 from replay_assets.storage.home.files import atomic_replace, fsync_folder
-from replay_assets.storage.rules.latest import LATEST
+from replay_assets.storage.rules.latest import COHORT, LATEST
 from replay_assets.storage.rules.published import ENTITIES
 
 CURRENT = "current"  # under published/
@@ -36,6 +40,7 @@ SCHEMA_FILE = "_schema.parquet"  # each entity's empty file with the columns, al
 LIVE = "live"  # under current/: a symlink to the generation folder the views read
 GENERATION_PREFIX = "gen-"  # current/gen-<tag>/<entity>/<tag>.<file>: hard links to the files
 _PART_COLUMN = "_part"
+LAYOUT = "cohort"  # what a file holds (a record without it listed files by business date)
 Files = dict[str, dict[str, list[str]]]  # entity -> partition -> file names in its folder
 
 
@@ -51,9 +56,15 @@ def refresh_current(
     # the content hash leaves out load dates: a restatement that only moves a row to another
     # load date changes the consumer's rows, not the hash, but it is logged as a change
     state, generation = current + snapshot_digest(con, current), latest.generation(DuckDBSql(con))
-    if not _all_present(root, done.get("current_files", {})):  # e.g. the folder was removed
-        done.pop("current_files", None)  # rewrite every partition
-    if done.get("current") == state and done.get("generation") == generation and "current_files" in done:
+    if not _all_present(root, done.get("current_files", {})) or done.get("layout") != LAYOUT:
+        done.pop("current_files", None)  # e.g. the folder was removed, files by business date: all again
+    closed = closed_before(pruned_through(DuckDBSql(con)))
+    same = (done.get("current"), done.get("generation"), done.get("closed", "")) == (
+        state,
+        generation,
+        closed,
+    )
+    if same and "current_files" in done:
         return []
     from_latest = latest.holds_as_of(DuckDBSql(con), current)
     files: Files = {e: dict(p) for e, p in done.get("current_files", {}).items()}
@@ -63,27 +74,32 @@ def refresh_current(
     )
     # names new to this state and generation (a reader's listed files are never replaced by other
     # content), the same for the same refresh in any home: a retry after a crash writes the same
-    tag = sha256_text(canonical_json([state, generation, since]))[:12]
+    tag = sha256_text(canonical_json([state, generation, since, closed]))[:12]
     written = []
     for entity, (_view, table, macro) in ENTITIES.items():
-        parts = None if changed is None else sorted(changed[entity])
+        held = files.get(entity, {})
+        parts = None if changed is None else sorted(_parts(changed[entity], held, closed))
         if parts == []:
             continue
-        params: dict[str, object] = {}
+        params: dict[str, object] = {"closed": closed}
         if from_latest:
             source = f"SELECT {columns[entity]} FROM {LATEST[table][0]}"
         else:
-            source, params = f"SELECT * FROM {macro}($current)", {"current": current}
+            source, params = f"SELECT * FROM {macro}($current)", {**params, "current": current}
         new = _write_parts(
             con, root / CURRENT / entity, source, entity=entity, parts=parts, tag=tag, params=params
         )
-        kept = {} if parts is None else {p: f for p, f in files.get(entity, {}).items() if p not in parts}
+        kept = (
+            {}
+            if parts is None
+            else {p: f for p, f in held.items() if p not in parts and not _merged(p, closed)}
+        )
         files[entity] = {**kept, **new}
         written.append(f"current {entity}: {'every partition' if parts is None else len(parts)}")
     done["previous_files"] = done.get("current_files", {})
     done["current_files"] = files
     done["changes_through"] = generation if from_latest else None
-    done["current"], done["generation"] = state, generation
+    done["current"], done["generation"], done["closed"], done["layout"] = state, generation, closed, LAYOUT
     return written
 
 
@@ -103,7 +119,7 @@ def _write_parts(
     scratch = folder / f".refresh-{tag}"
     shutil.rmtree(scratch, ignore_errors=True)  # of an attempt a crash cut short
     folder.mkdir(parents=True, exist_ok=True)
-    part_sql = LATEST[ENTITIES[entity][1]][3]
+    part_sql = PART_SQL
     where = "" if parts is None else f"WHERE list_contains($parts, {_PART_COLUMN})"
     query = f"SELECT * FROM (SELECT *, {part_sql} AS {_PART_COLUMN} FROM ({source})) {where}"
     arguments = params if parts is None else {**params, "parts": parts}
@@ -117,6 +133,29 @@ def _write_parts(
             out.setdefault(part, []).append(name)
     shutil.rmtree(scratch, ignore_errors=True)
     return out
+
+
+# A row's file: its cohort, or the month of it once the horizon closed that month ($closed: the
+# first month still open, '' while nothing is pruned). Both are text ('YYYY-MM-DD', 'YYYY-MM').
+PART_SQL = f"""CASE WHEN substr({COHORT}, 1, 7) < $closed THEN substr({COHORT}, 1, 7) ELSE {COHORT} END"""
+
+
+def closed_before(horizon: str | None) -> str:
+    """The first month the retention horizon has not passed whole: every load date of an earlier
+    month is at or behind it (``horizon``: the newest pruned load date), so none is applied again
+    and its cohorts only lose rows. '' while nothing is pruned."""
+    return horizon[:7] if horizon else ""
+
+
+def _merged(part: str, closed: str) -> bool:
+    """Whether ``part`` is a day's cohort whose month is closed (its rows now in the month's file)."""
+    return len(part) > 7 and part[:7] < closed
+
+
+def _parts(cohorts: set[str], held: dict[str, list[str]], closed: str) -> set[str]:
+    """The files to write: the changed cohorts' (a day's, or its month's once closed), and each
+    month that holds a day's cohort file the horizon closed since."""
+    return {c[:7] if _merged(c, closed) else c for c in cohorts} | {p[:7] for p in held if _merged(p, closed)}
 
 
 def publish_generation(root: Path, done: dict[str, Any]) -> None:

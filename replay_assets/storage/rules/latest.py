@@ -5,16 +5,13 @@ from __future__ import annotations
 
 from replay_assets.storage.rules.tables import CUSTOMER_COLUMNS, ORDER_COLUMNS
 
-# history table -> (latest table, key, entity, the partition of the published current state a row
-# sits in: orders by business date, ``none`` for tombstones; customers in one); constants only
+# history table -> (latest table, key, entity, the cohort of the published current state a row
+# sits in: the load date that wrote it, so a day's new keys join one new cohort and leave every
+# other as it was); constants only
+COHORT = "CAST(load_date AS VARCHAR)"
 LATEST = {
-    "order_history": (
-        "order_latest",
-        ("order_id", "line_no"),
-        "orders",
-        "coalesce(CAST(business_date AS VARCHAR), 'none')",
-    ),
-    "customer_history": ("customer_latest", ("customer_id",), "customers", "'all'"),
+    "order_history": ("order_latest", ("order_id", "line_no"), "orders", COHORT),
+    "customer_history": ("customer_latest", ("customer_id",), "customers", COHORT),
 }
 _ROW = ("version", "source_seq", "image_sha256", "load_date")
 COLUMNS = {"order_history": (*ORDER_COLUMNS, *_ROW), "customer_history": (*CUSTOMER_COLUMNS, *_ROW)}
