@@ -39,8 +39,10 @@ class DuckDBSql:
         counted = found.fetchall()
         return int(counted[0][0]) if counted else 0
 
-    def delete(self, table: str, statement: str, *, on: Sequence[str], **params: Any) -> None:
-        match = " AND ".join(f"t.{c} = s.{c}" for c in identifiers(*on))
+    def delete(
+        self, table: str, statement: str, *, on: Sequence[str], where: str = "", **params: Any
+    ) -> None:
+        match = " AND ".join([*(f"t.{c} = s.{c}" for c in identifiers(*on)), *([where] if where else [])])
         self.con.execute(
             f"DELETE FROM {identifiers(table)[0]} t USING ({statement}) s WHERE {match}", params or None
         )

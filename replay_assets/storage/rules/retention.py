@@ -6,10 +6,10 @@ its own time. What stays: every operation that is not COMPLETE (in progress, fai
 commit, in doubt or held by an operator) with its audit trail whatever its age, and every commit
 marker (the fence: the proof of what committed, one small row an operation).
 
-Each rule is a statement selecting the removed rows' keys (DuckDB's dialect, rendered for Spark)
-and the condition a table's row ``t`` matches a selected row ``s`` by; an engine deletes the
-matching rows its own way, the rules in the order given (an audit row's rule reads the
-operations, so it runs before theirs)."""
+Each rule is a statement selecting the removed rows' keys (DuckDB's dialect, rendered for Spark),
+the columns a table's row ``t`` matches a selected row by, and a further condition on ``t``; the
+rules run in the order given (an audit row's rule reads the operations, so it runs before
+theirs)."""
 
 from __future__ import annotations
 
@@ -45,10 +45,6 @@ class Pruned:
     select: str
     keys: tuple[str, ...]
     also: str = ""
-
-    def match(self) -> str:
-        """The condition a row ``t`` of the table matches a selected row ``s`` by."""
-        return " AND ".join([*(f"t.{k} = s.{k}" for k in self.keys), *([self.also] if self.also else [])])
 
 
 PRUNED_EVIDENCE = (

@@ -33,9 +33,12 @@ class Sql(Protocol):
         is null), computed by the engine without coming to this process; returns their number."""
         ...
 
-    def delete(self, table: str, statement: str, *, on: Sequence[str], **params: Any) -> None:
+    def delete(
+        self, table: str, statement: str, *, on: Sequence[str], where: str = "", **params: Any
+    ) -> None:
         """The rows of ``table`` whose ``on`` columns equal those of a row of a shared
-        statement removed."""
+        statement removed; ``where``: a further condition on the table's row ``t`` (a
+        constant of the caller's module)."""
         ...
 
     def insert(self, table: str, rows: Sequence[Mapping[str, Any]] | pl.DataFrame) -> None:

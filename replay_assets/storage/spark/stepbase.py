@@ -1,5 +1,4 @@
-"""What the Spark adapter's steps share: views kept as they are now, local frames as views, and
-the ``MERGE`` that removes a load date's rows."""
+"""What the Spark adapter's steps share: views kept as they are now, and local frames as views."""
 
 from __future__ import annotations
 
@@ -7,9 +6,6 @@ import polars as pl
 from pyspark.sql import DataFrame
 
 from replay_assets.storage.spark.unit import UnitBase
-
-# removes a table's rows of the source's load date (Sail 0.7 refuses DELETE with a subquery)
-DELETE_DAY = "MERGE INTO {target} t USING {source} s ON t.load_date = s.load_date WHEN MATCHED THEN DELETE"
 
 
 def keep(u: UnitBase, view: str, frame: DataFrame) -> None:

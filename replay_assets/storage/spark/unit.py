@@ -197,8 +197,10 @@ class SparkSql:
     def insert_from(self, table: str, statement: str, **params: Any) -> int:
         return self.u.writing().appended(table, cast_to(table, self._planned(statement, params)))
 
-    def delete(self, table: str, statement: str, *, on: Sequence[str], **params: Any) -> None:
-        match = " AND ".join(f"t.{c} = s.{c}" for c in on)
+    def delete(
+        self, table: str, statement: str, *, on: Sequence[str], where: str = "", **params: Any
+    ) -> None:
+        match = " AND ".join([*(f"t.{c} = s.{c}" for c in on), *([where] if where else [])])
         self.u.merge_frame(
             table,
             self._planned(statement, params),
