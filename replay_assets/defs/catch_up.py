@@ -16,6 +16,7 @@ from replay_assets.core.status import ApplyOutcome
 from replay_assets.defs import certification, evidence
 from replay_assets.defs.steps import step_attempt, step_costs, step_failure
 from replay_assets.storage.apply.load_date import ApplyResult
+from replay_assets.storage.evidence.written_once import SUCCEEDED
 from replay_assets.storage.home import failpoints
 from replay_assets.usecases.apply import apply
 from replay_assets.usecases.context import Pipeline
@@ -33,10 +34,16 @@ def catch_up(context: dg.AssetExecutionContext, pipeline: Pipeline) -> Iterator[
     """Each load date of the run's range in order: landed, applied, reported; the published copy
     refreshed once at the end (also when a date fails). A date that fails its gate ends the run
     failed, as its own run would; the dates after it wait for the next run."""
-    seen: Costs = {}
+    done = _done_before(context, pipeline)
+    # a date's costs are the run's totals less those before it: an earlier attempt's are not its
+    seen: Costs = {
+        (context.run.run_id, step): step_costs(pipeline, context, step) for step in ("land", "apply")
+    }
     try:
         for key in sorted(context.partition_keys):
-            result = yield from _one_date(context, pipeline, key, seen)
+            if ("current_state", key) in done:  # an earlier attempt of this run applied and reported it
+                continue
+            result = yield from _one_date(context, pipeline, key, seen, landed=("raw_receipts", key) in done)
             if result.status is ApplyOutcome.FAILED_CANDIDATE:
                 raise dg.Failure(
                     description=f"load date {key} failed its gate: {result.reasons[0]}",
@@ -49,22 +56,27 @@ def catch_up(context: dg.AssetExecutionContext, pipeline: Pipeline) -> Iterator[
         yield dg.Output(None, output_name=context.assets_def.get_output_name_for_asset_check_key(check))
 
 
+def _done_before(context: dg.AssetExecutionContext, pipeline: Pipeline) -> set[tuple[str, str]]:
+    """The steps and dates an earlier attempt of this run finished (and reported): a retry after a
+    transient failure goes on from the date that failed instead of reporting the others again."""
+    if not context.retry_number:
+        return set()
+    attempts = Operations(pipeline).step_attempts(context.run.run_id)
+    return {(step, key) for step, key, _attempt, outcome, _detail in attempts if outcome == SUCCEEDED}
+
+
 def _one_date(
-    context: dg.AssetExecutionContext, pipeline: Pipeline, key: str, seen: Costs
+    context: dg.AssetExecutionContext, pipeline: Pipeline, key: str, seen: Costs, *, landed: bool
 ) -> Generator[object, None, ApplyResult]:
-    """One load date, as its own run would land, apply and report it."""
+    """One load date, as its own run would land, apply and report it (``landed``: an earlier
+    attempt of this run landed and reported its deliveries already)."""
     run_id, sealed_ok = context.run.run_id, lane_for(context.run.tags) == BACKFILL
     partitions = context.assets_def.partitions_def
     assert partitions is not None
     landing_blocking = {s.name: s.blocking for s in certification.landing_specs(partitions)}
     try:
-        with step_attempt(context, pipeline, "raw_receipts", key):
-            landed = land(pipeline, key, run_id, sealed_ok=sealed_ok)
-            reconciled = reconcile_landed(pipeline, key)
-        costs = _date_costs(pipeline, context, "land", seen)
-        yield dg.AssetMaterialization("raw_receipts", partition=key, metadata=evidence.landed(landed, costs))
-        checks = certification.landing(landed, reconciled)
-        yield from certification.for_partition(checks, key, landing_blocking)
+        if not landed:
+            yield from _land(context, pipeline, key, seen, landing_blocking)
         with step_attempt(context, pipeline, "current_state", key):
             result = apply(pipeline, key, run_id, sealed_ok, refresh=False)
             failpoints.hit(pipeline.settings.fail_point, "state.after_commit")
@@ -84,6 +96,18 @@ def _one_date(
     ]
     yield from certification.for_partition(results, key, GATE_BLOCKING)
     return result
+
+
+def _land(
+    context: dg.AssetExecutionContext, pipeline: Pipeline, key: str, seen: Costs, blocking: dict[str, bool]
+) -> Iterator[object]:
+    run_id, sealed_ok = context.run.run_id, lane_for(context.run.tags) == BACKFILL
+    with step_attempt(context, pipeline, "raw_receipts", key):
+        landed = land(pipeline, key, run_id, sealed_ok=sealed_ok)
+        reconciled = reconcile_landed(pipeline, key)
+    costs = _date_costs(pipeline, context, "land", seen)
+    yield dg.AssetMaterialization("raw_receipts", partition=key, metadata=evidence.landed(landed, costs))
+    yield from certification.for_partition(certification.landing(landed, reconciled), key, blocking)
 
 
 def _date_costs(

@@ -3,6 +3,7 @@ run, in date order, each its own landing and journaled application, and reports 
 own; the tables equal those of one run per date, and a failure on a date leaves the dates before
 it applied and published, nothing of it."""
 
+from collections import Counter
 from pathlib import Path
 
 import dagster as dg
@@ -12,6 +13,7 @@ import pytest
 from replay_assets.defs.catch_up import CATCH_UP_JOB
 from replay_assets.entrypoints.session import Session
 from replay_assets.usecases.context import Pipeline
+from replay_assets.usecases.operations import Operations
 from replay_assets_tests.defs.test_lanes_daemon import CONSUMER_SQL, DAYS, NOW, deliver
 from replay_assets_tests.helpers import drive, settings_for
 
@@ -100,6 +102,38 @@ def test_ready_load_dates_apply_in_one_run_equal_to_one_run_per_date(tmp_path: P
         reference = _per_date(tmp_path / "reference", DAYS)
         assert _rows(session.pipeline) == _rows(reference)
         assert _published(tmp_path / "home") == _published(tmp_path / "reference")
+    finally:
+        session.close()
+
+
+@pytest.mark.slow  # three attempts of a catch-up run
+def test_a_retried_catch_up_reports_each_date_once(tmp_path: Path) -> None:
+    settings = settings_for(tmp_path / "home", NOW, fail_once="current_state", retry_backoff_seconds=0.0)
+    session = Session(settings, tmp_path / "home" / "dagster")
+    days = DAYS[:2]  # each date's apply fails once: the first attempt on the first, the next on the second
+    deliver(session.settings.landing, days)
+    try:
+        assert not session.run().failed
+        (catch_up,) = _catch_up_runs(session)
+        attempts = Operations(session.pipeline).step_attempts(catch_up.run_id)
+        failed = [(step, key) for step, key, _attempt, outcome, _detail in attempts if outcome == "FAILED"]
+        assert failed == [("current_state", day) for day in days]
+        materialized = _materialized(session.instance, catch_up.run_id)
+        for asset in ("raw_receipts", "current_orders", "current_customers"):
+            assert materialized[asset] == days, asset  # each date once, though attempts repeat
+        evaluations = Counter(
+            (
+                e.asset_check_evaluation.asset_key,
+                e.asset_check_evaluation.check_name,
+                e.asset_check_evaluation.partition,
+            )
+            for e in session.instance.all_logs(
+                catch_up.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION
+            )
+            if e.asset_check_evaluation is not None
+        )
+        assert evaluations and set(evaluations.values()) == {1}
+        assert _rows(session.pipeline) == _rows(_per_date(tmp_path / "reference", days))
     finally:
         session.close()
 
