@@ -57,7 +57,7 @@ def refresh_current(
     # load date changes the consumer's rows, not the hash, but it is logged as a change
     state, generation = current + snapshot_digest(con, current), latest.generation(DuckDBSql(con))
     if not _all_present(root, done.get("current_files", {})) or done.get("layout") != LAYOUT:
-        done.pop("current_files", None)  # e.g. the folder was removed, files by business date: all again
+        done.pop("current_files", None)  # removed files, or a copy by business date: all again
     closed = closed_before(pruned_through(DuckDBSql(con)))
     same = (done.get("current"), done.get("generation"), done.get("closed", "")) == (
         state,
@@ -86,9 +86,7 @@ def refresh_current(
             source = f"SELECT {columns[entity]} FROM {LATEST[table][0]}"
         else:
             source, params = f"SELECT * FROM {macro}($current)", {**params, "current": current}
-        new = _write_parts(
-            con, root / CURRENT / entity, source, entity=entity, parts=parts, tag=tag, params=params
-        )
+        new = _write_parts(con, root / CURRENT / entity, source, parts=parts, tag=tag, params=params)
         kept = (
             {}
             if parts is None
@@ -108,7 +106,6 @@ def _write_parts(
     folder: Path,
     source: str,
     *,
-    entity: str,
     parts: list[str] | None,
     tag: str,
     params: dict[str, object],
@@ -119,9 +116,8 @@ def _write_parts(
     scratch = folder / f".refresh-{tag}"
     shutil.rmtree(scratch, ignore_errors=True)  # of an attempt a crash cut short
     folder.mkdir(parents=True, exist_ok=True)
-    part_sql = PART_SQL
     where = "" if parts is None else f"WHERE list_contains($parts, {_PART_COLUMN})"
-    query = f"SELECT * FROM (SELECT *, {part_sql} AS {_PART_COLUMN} FROM ({source})) {where}"
+    query = f"SELECT * FROM (SELECT *, {PART_SQL} AS {_PART_COLUMN} FROM ({source})) {where}"
     arguments = params if parts is None else {**params, "parts": parts}
     con.sql(query, params=arguments).write_parquet(str(scratch), partition_by=[_PART_COLUMN])
     out: dict[str, list[str]] = {}
