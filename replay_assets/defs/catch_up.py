@@ -76,7 +76,7 @@ def _one_date(
     landing_blocking = {s.name: s.blocking for s in certification.landing_specs(partitions)}
     try:
         if not landed:
-            yield from _land(context, pipeline, key, seen, landing_blocking)
+            yield from _land(context, pipeline, key, seen, blocking=landing_blocking)
         with step_attempt(context, pipeline, "current_state", key):
             result = apply(pipeline, key, run_id, sealed_ok, refresh=False)
             failpoints.hit(pipeline.settings.fail_point, "state.after_commit")
@@ -99,7 +99,7 @@ def _one_date(
 
 
 def _land(
-    context: dg.AssetExecutionContext, pipeline: Pipeline, key: str, seen: Costs, blocking: dict[str, bool]
+    context: dg.AssetExecutionContext, pipeline: Pipeline, key: str, seen: Costs, *, blocking: dict[str, bool]
 ) -> Iterator[object]:
     run_id, sealed_ok = context.run.run_id, lane_for(context.run.tags) == BACKFILL
     with step_attempt(context, pipeline, "raw_receipts", key):
