@@ -36,9 +36,11 @@ def catch_up(context: dg.AssetExecutionContext, pipeline: Pipeline) -> Iterator[
     failed, as its own run would; the dates after it wait for the next run."""
     done = _done_before(context, pipeline)
     # a date's costs are the run's totals less those before it: an earlier attempt's are not its
-    seen: Costs = {
-        (context.run.run_id, step): step_costs(pipeline, context, step) for step in ("land", "apply")
-    }
+    seen: Costs = (
+        {(context.run.run_id, step): step_costs(pipeline, context, step) for step in ("land", "apply")}
+        if context.retry_number
+        else {}
+    )
     try:
         for key in sorted(context.partition_keys):
             if ("current_state", key) in done:  # an earlier attempt of this run applied and reported it

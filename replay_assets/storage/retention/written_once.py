@@ -28,8 +28,9 @@ from replay_assets.storage.rules.tables import HISTORY_KEYS, PER_DATE, PRUNED_TH
 DropDate = Callable[[str, str], int]
 
 
-def count(sql: Sql, relation: str, **params: object) -> int:
-    found = sql.rows(f"SELECT count(*) AS n FROM {relation}", **params)
+def count(sql: Sql, source: str, **params: object) -> int:
+    """The rows of ``source``, what follows ``FROM`` (a relation, and a condition if any)."""
+    found = sql.rows(f"SELECT count(*) AS n FROM {source}", **params)
     return int(found[0]["n"]) if found else 0
 
 
